@@ -1,0 +1,1 @@
+//! kaas storage engine.
