@@ -1,1 +1,24 @@
-//! kaas storage engine.
+//! kaas storage engine: durable partition logs on glommio direct I/O.
+//!
+//! See the crate README for the on-disk layout, the durability contract and threading.
+
+pub mod aligned_buffer;
+pub mod batch;
+pub mod checkpoint;
+pub mod config;
+pub mod error;
+pub mod leader_epoch;
+pub mod log;
+pub mod offset_index;
+pub mod producer_state;
+mod recovery;
+mod segment;
+mod segment_appender;
+pub mod storage;
+mod tail_cache;
+pub mod time_index;
+
+pub use config::{LogConfig, TimestampType};
+pub use error::{EngineError, Result};
+pub use log::{AppendOutcome, FetchedRecords, LogOffsets, PartitionLog};
+pub use storage::Storage;

@@ -1,0 +1,458 @@
+#![allow(clippy::unwrap_used)]
+
+use proptest::prelude::*;
+
+use super::*;
+
+const MAX: usize = 1 << 20;
+
+fn sample() -> Vec<u8> {
+    encode_batch_for_tests(
+        &[
+            (Some(b"k1"), Some(b"value-one")),
+            (None, Some(b"v2")),
+            (Some(b"k3"), None),
+        ],
+        1_700_000_000_000,
+        42,
+        3,
+        7,
+    )
+}
+
+/// Overwrites `bytes` at `at` and repairs the CRC, so only the intended check can fail.
+fn patch(batch: &mut [u8], at: usize, bytes: &[u8]) {
+    batch[at..at + bytes.len()].copy_from_slice(bytes);
+    let crc = compute_crc(batch);
+    batch[CRC_POS..CRC_POS + 4].copy_from_slice(&crc.to_be_bytes());
+}
+
+fn set_counts(batch: &mut [u8], records_count: i32, last_offset_delta: i32) {
+    patch(batch, RECORDS_COUNT_POS, &records_count.to_be_bytes());
+    patch(
+        batch,
+        LAST_OFFSET_DELTA_POS,
+        &last_offset_delta.to_be_bytes(),
+    );
+}
+
+#[test]
+fn test_batch_validates_with_expected_header() {
+    let batch = sample();
+    let summaries = validate_batches(&batch, MAX).unwrap();
+    assert_eq!(summaries.len(), 1);
+    let s = &summaries[0];
+    assert_eq!(s.range, 0..batch.len());
+    assert_eq!(s.record_count, 3);
+    assert_eq!(s.header.records_count, 3);
+    assert_eq!(s.header.last_offset_delta, 2);
+    assert_eq!(s.header.producer_id, 42);
+    assert_eq!(s.header.producer_epoch, 3);
+    assert_eq!(s.header.base_sequence, 7);
+    assert_eq!(s.header.last_sequence(), 9);
+    assert_eq!(s.header.total_len(), batch.len());
+    assert_eq!(s.header.next_offset(), 3);
+    assert_eq!(s.header.timestamp_type(), TimestampType::CreateTime);
+    assert!(s.header.has_producer_id());
+    assert!(!s.header.is_transactional() && !s.header.is_control());
+}
+
+#[test]
+fn test_concatenated_batches_report_their_ranges() {
+    let mut buf = sample();
+    let first = buf.len();
+    buf.extend_from_slice(&encode_batch_for_tests(
+        &[(None, Some(b"x"))],
+        5,
+        -1,
+        -1,
+        -1,
+    ));
+    let summaries = validate_batches(&buf, MAX).unwrap();
+    assert_eq!(summaries.len(), 2);
+    assert_eq!(summaries[0].range, 0..first);
+    assert_eq!(summaries[1].range, first..buf.len());
+    assert!(!summaries[1].header.has_producer_id());
+    assert_eq!(summaries[1].header.last_sequence(), NO_SEQUENCE);
+}
+
+#[test]
+fn test_empty_input_is_rejected() {
+    assert_eq!(validate_batches(&[], MAX), Err(BatchError::Empty));
+}
+
+#[test]
+fn test_truncated_batch_is_rejected() {
+    let batch = sample();
+    let cut = &batch[..batch.len() - 1];
+    assert_eq!(
+        validate_batches(cut, MAX),
+        Err(BatchError::Truncated {
+            needed: batch.len(),
+            available: batch.len() - 1
+        })
+    );
+    assert!(matches!(
+        validate_batches(&batch[..5], MAX),
+        Err(BatchError::Truncated { available: 5, .. })
+    ));
+    assert!(matches!(
+        BatchHeader::parse(&batch[..60]),
+        Err(BatchError::Truncated { needed: 61, .. })
+    ));
+}
+
+#[test]
+fn test_bad_batch_length_is_rejected() {
+    for length in [-1i32, 0, 48, i32::MIN] {
+        let mut batch = sample();
+        batch[BATCH_LENGTH_POS..][..4].copy_from_slice(&length.to_be_bytes());
+        assert_eq!(
+            validate_batches(&batch, MAX),
+            Err(BatchError::BadLength(length))
+        );
+        assert_eq!(
+            BatchHeader::parse(&batch),
+            Err(BatchError::BadLength(length))
+        );
+    }
+}
+
+#[test]
+fn test_old_magic_is_rejected() {
+    let mut batch = sample();
+    batch[MAGIC_POS] = 1;
+    assert_eq!(
+        validate_batches(&batch, MAX),
+        Err(BatchError::UnsupportedMagic(1))
+    );
+}
+
+#[test]
+fn test_flipped_payload_bit_fails_crc() {
+    let mut batch = sample();
+    let last = batch.len() - 2;
+    batch[last] ^= 0x10;
+    assert!(matches!(
+        validate_batches(&batch, MAX),
+        Err(BatchError::CrcMismatch { .. })
+    ));
+}
+
+#[test]
+fn test_record_count_mismatch_is_rejected() {
+    for (count, delta) in [(0, -1), (3, 3), (-5, -6), (i32::MIN, i32::MAX)] {
+        let mut batch = sample();
+        set_counts(&mut batch, count, delta);
+        assert_eq!(
+            validate_batches(&batch, MAX),
+            Err(BatchError::RecordCountMismatch {
+                records_count: count,
+                last_offset_delta: delta
+            })
+        );
+    }
+}
+
+#[test]
+fn test_oversized_batch_is_rejected_before_reading_it() {
+    let batch = sample();
+    assert_eq!(
+        validate_batches(&batch, batch.len() - 1),
+        Err(BatchError::TooLarge {
+            size: batch.len(),
+            max: batch.len() - 1
+        })
+    );
+    // The claimed size decides, even when the bytes are not there.
+    assert!(matches!(
+        validate_batches(&batch[..20], 80),
+        Err(BatchError::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn test_unknown_codec_is_rejected() {
+    let mut batch = sample();
+    patch(&mut batch, ATTRIBUTES_POS, &5i16.to_be_bytes());
+    assert_eq!(
+        validate_batches(&batch, MAX),
+        Err(BatchError::InvalidCompression(5))
+    );
+}
+
+#[test]
+fn test_compressed_records_are_not_walked() {
+    let mut batch = sample();
+    patch(&mut batch, ATTRIBUTES_POS, &4i16.to_be_bytes());
+    let len = batch.len();
+    patch(
+        &mut batch,
+        BATCH_HEADER_LEN,
+        &[0xff; 4][..(len - BATCH_HEADER_LEN).min(4)],
+    );
+    assert!(validate_batches(&batch, MAX).is_ok());
+}
+
+#[test]
+fn test_record_walk_rejects_malformed_records() {
+    // More records claimed than present.
+    let mut batch = sample();
+    set_counts(&mut batch, 4, 3);
+    assert!(matches!(
+        validate_batches(&batch, MAX),
+        Err(BatchError::InvalidRecords(_))
+    ));
+    // Fewer records claimed than present: bytes left over.
+    let mut batch = sample();
+    set_counts(&mut batch, 2, 1);
+    assert!(matches!(
+        validate_batches(&batch, MAX),
+        Err(BatchError::InvalidRecords(_))
+    ));
+    // A record length pointing past the batch.
+    let mut batch = sample();
+    patch(&mut batch, BATCH_HEADER_LEN, &[0x7e]);
+    assert!(matches!(
+        validate_batches(&batch, MAX),
+        Err(BatchError::InvalidRecords(_))
+    ));
+    // A key length running past its record.
+    let mut batch = sample();
+    patch(&mut batch, BATCH_HEADER_LEN + 4, &[0x40]);
+    assert!(matches!(
+        validate_batches(&batch, MAX),
+        Err(BatchError::InvalidRecords(_))
+    ));
+}
+
+#[test]
+fn test_huge_record_count_without_records_fails_fast() {
+    let mut batch = encode_batch_for_tests(&[(None, None)], 0, -1, -1, -1);
+    batch.truncate(BATCH_HEADER_LEN);
+    patch(
+        &mut batch,
+        BATCH_LENGTH_POS,
+        &MIN_BATCH_LENGTH.to_be_bytes(),
+    );
+    set_counts(&mut batch, i32::MAX, i32::MAX - 1);
+    assert!(matches!(
+        validate_batches(&batch, MAX),
+        Err(BatchError::InvalidRecords(_))
+    ));
+}
+
+#[test]
+fn test_stamp_keeps_crc_valid() {
+    let mut batch = sample();
+    let crc_before = BatchHeader::parse(&batch).unwrap().crc;
+    stamp_for_append(&mut batch, 1000, 9, None).unwrap();
+    let header = validate_batches(&batch, MAX).unwrap()[0].header;
+    assert_eq!(
+        (header.base_offset, header.partition_leader_epoch),
+        (1000, 9)
+    );
+    assert_eq!(header.crc, crc_before);
+    assert_eq!(header.last_offset(), 1002);
+
+    stamp_for_append(&mut batch, 2000, 10, Some(123)).unwrap();
+    let header = validate_batches(&batch, MAX).unwrap()[0].header;
+    assert_eq!(header.timestamp_type(), TimestampType::LogAppendTime);
+    assert_eq!(header.max_timestamp, 123);
+    assert_eq!(header.base_timestamp, 1_700_000_000_000);
+    assert_eq!(header.base_offset, 2000);
+
+    assert!(matches!(
+        stamp_for_append(&mut batch[..70], 0, 0, None),
+        Err(BatchError::Truncated { .. })
+    ));
+}
+
+#[test]
+fn test_sequence_wraps_to_zero() {
+    assert_eq!(increment_sequence(i32::MAX, 1), 0);
+    assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
+    assert_eq!(increment_sequence(5, 2), 7);
+}
+
+fn segment(batches: usize) -> (Vec<u8>, Vec<usize>) {
+    let mut buf = Vec::new();
+    let mut starts = Vec::new();
+    for i in 0..batches {
+        let mut batch = sample();
+        stamp_for_append(&mut batch, (i * 3) as i64, 1, None).unwrap();
+        starts.push(buf.len());
+        buf.extend_from_slice(&batch);
+    }
+    (buf, starts)
+}
+
+#[test]
+fn test_scan_clean_end() {
+    let (buf, starts) = segment(3);
+    let mut scan = scan_batches(&buf, 4096);
+    let found: Vec<_> = scan.by_ref().collect();
+    assert_eq!(found.len(), 3);
+    for (batch, start) in found.iter().zip(&starts) {
+        assert_eq!(batch.position, 4096 + *start as u64);
+    }
+    assert_eq!(found[2].header.base_offset, 6);
+    assert_eq!(scan.stop(), Some(&ScanStop::EndOfData));
+    assert_eq!(scan.valid_end(), 4096 + buf.len() as u64);
+    assert_eq!(scan.next(), None);
+}
+
+#[test]
+fn test_scan_stops_at_zero_fill() {
+    let (mut buf, _) = segment(2);
+    let end = buf.len();
+    for zeros in [5usize, 4096] {
+        let mut padded = buf.clone();
+        padded.resize(end + zeros, 0);
+        let mut scan = scan_batches(&padded, 0);
+        assert_eq!(scan.by_ref().count(), 2);
+        assert_eq!(scan.stop(), Some(&ScanStop::Unwritten));
+        assert_eq!(scan.valid_end(), end as u64);
+    }
+    buf.extend_from_slice(&[0, 0, 1]);
+    let mut scan = scan_batches(&buf, 0);
+    assert_eq!(scan.by_ref().count(), 2);
+    assert!(matches!(scan.stop(), Some(ScanStop::TornTail { .. })));
+}
+
+#[test]
+fn test_scan_stops_at_torn_tail() {
+    let (buf, starts) = segment(3);
+    let torn = &buf[..buf.len() - 10];
+    let mut scan = scan_batches(torn, 0);
+    assert_eq!(scan.by_ref().count(), 2);
+    assert!(matches!(scan.stop(), Some(ScanStop::TornTail { .. })));
+    assert_eq!(scan.valid_end(), starts[2] as u64);
+}
+
+#[test]
+fn test_scan_stops_at_corruption() {
+    let (mut buf, starts) = segment(3);
+    buf[starts[1] + 70] ^= 1;
+    let mut scan = scan_batches(&buf, 0);
+    assert_eq!(scan.by_ref().count(), 1);
+    assert!(matches!(
+        scan.stop(),
+        Some(ScanStop::Corrupt(BatchError::CrcMismatch { .. }))
+    ));
+    assert_eq!(scan.valid_end(), starts[1] as u64);
+
+    let (mut buf, starts) = segment(2);
+    buf[starts[1] + MAGIC_POS] = 0;
+    let mut scan = scan_batches(&buf, 0);
+    assert_eq!(scan.by_ref().count(), 1);
+    assert_eq!(
+        scan.stop(),
+        Some(&ScanStop::Corrupt(BatchError::UnsupportedMagic(0)))
+    );
+}
+
+#[test]
+fn test_scan_walks_records_only_when_asked() {
+    let mut batch = sample();
+    set_counts(&mut batch, 2, 1);
+    assert_eq!(scan_batches(&batch, 0).count(), 1);
+    let mut scan = scan_batches(&batch, 0).with_record_walk(true);
+    assert_eq!(scan.by_ref().count(), 0);
+    assert!(matches!(
+        scan.stop(),
+        Some(ScanStop::Corrupt(BatchError::InvalidRecords(_)))
+    ));
+}
+
+fn arb_header() -> impl Strategy<Value = BatchHeader> {
+    (
+        (any::<i64>(), MIN_BATCH_LENGTH..=i32::MAX, any::<i32>()),
+        (any::<u32>(), any::<i16>(), any::<i32>()),
+        (any::<i64>(), any::<i64>(), any::<i64>()),
+        (any::<i16>(), any::<i32>(), any::<i32>()),
+    )
+        .prop_map(|(a, b, c, d)| BatchHeader {
+            base_offset: a.0,
+            batch_length: a.1,
+            partition_leader_epoch: a.2,
+            magic: MAGIC_V2,
+            crc: b.0,
+            attributes: b.1,
+            last_offset_delta: b.2,
+            base_timestamp: c.0,
+            max_timestamp: c.1,
+            producer_id: c.2,
+            producer_epoch: d.0,
+            base_sequence: d.1,
+            records_count: d.2,
+        })
+}
+
+type Records = Vec<(Option<Vec<u8>>, Option<Vec<u8>>)>;
+
+fn arb_records() -> impl Strategy<Value = Records> {
+    let field = proptest::option::of(proptest::collection::vec(any::<u8>(), 0..200));
+    proptest::collection::vec((field.clone(), field), 1..20)
+}
+
+fn encode(records: &Records, ts: i64, pid: i64, epoch: i16, seq: i32) -> Vec<u8> {
+    let borrowed: Vec<_> = records
+        .iter()
+        .map(|(k, v)| (k.as_deref(), v.as_deref()))
+        .collect();
+    encode_batch_for_tests(&borrowed, ts, pid, epoch, seq)
+}
+
+proptest! {
+    #[test]
+    fn prop_header_round_trips(header in arb_header()) {
+        prop_assert_eq!(BatchHeader::parse(&header.encode()), Ok(header));
+    }
+
+    #[test]
+    fn prop_stamped_batches_validate(
+        records in arb_records(),
+        ts in any::<i64>(),
+        pid in any::<i64>(),
+        seq in 0..i32::MAX,
+        base_offset in any::<i64>(),
+        epoch in any::<i32>(),
+        append_time in proptest::option::of(any::<i64>()),
+    ) {
+        let mut batch = encode(&records, ts, pid, 1, seq);
+        stamp_for_append(&mut batch, base_offset, epoch, append_time).unwrap();
+        let summaries = validate_batches(&batch, MAX).unwrap();
+        let header = summaries[0].header;
+        prop_assert_eq!(summaries[0].record_count as usize, records.len());
+        prop_assert_eq!(header.base_offset, base_offset);
+        prop_assert_eq!(header.partition_leader_epoch, epoch);
+        prop_assert_eq!(header.max_timestamp, append_time.unwrap_or(ts));
+        prop_assert_eq!(header.producer_id, pid);
+        prop_assert_eq!(header.base_sequence, seq);
+        prop_assert_eq!(BatchHeader::parse(&header.encode()), Ok(header));
+    }
+
+    #[test]
+    fn prop_any_single_bit_flip_is_caught(records in arb_records(), bit in any::<usize>()) {
+        let mut batch = encode(&records, 0, 1, 0, 0);
+        let bit = bit % (batch.len() * 8);
+        batch[bit / 8] ^= 1 << (bit % 8);
+        // baseOffset and partitionLeaderEpoch are outside the CRC by design.
+        let unprotected = bit / 8 < MAGIC_POS && !(BATCH_LENGTH_POS..PARTITION_LEADER_EPOCH_POS)
+            .contains(&(bit / 8));
+        prop_assert_eq!(validate_batches(&batch, MAX).is_ok(), unprotected);
+        let mut scan = scan_batches(&batch, 0);
+        prop_assert_eq!(scan.by_ref().count(), usize::from(unprotected));
+    }
+
+    #[test]
+    fn prop_arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = validate_batches(&bytes, MAX);
+        let mut scan = scan_batches(&bytes, 0).with_record_walk(true);
+        let found = scan.by_ref().count();
+        prop_assert!(scan.stop().is_some());
+        prop_assert!(scan.valid_end() as usize <= bytes.len());
+        prop_assert!(found <= bytes.len() / BATCH_HEADER_LEN);
+    }
+}

@@ -1,0 +1,55 @@
+//! Per-partition log settings (the Kafka topic configs the engine understands).
+
+use std::time::Duration;
+
+/// Which timestamp a batch carries once stored (`message.timestamp.type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimestampType {
+    /// Keep the producer's timestamps.
+    CreateTime,
+    /// Stamp the broker's clock at append (Kafka's `LogAppendTime`).
+    LogAppendTime,
+}
+
+/// Settings of one partition log. Defaults follow Apache Kafka's.
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    /// Roll to a new segment once the active one would exceed this many bytes (`segment.bytes`).
+    pub segment_bytes: u64,
+    /// Roll once the active segment's first batch is older than this (`segment.ms`).
+    pub segment_age: Duration,
+    /// Delete sealed segments whose newest record is older than this; `None` keeps forever
+    /// (`retention.ms`, -1 meaning forever).
+    pub retention_age: Option<Duration>,
+    /// Delete the oldest sealed segments while the log is larger than this (`retention.bytes`).
+    pub retention_bytes: Option<u64>,
+    /// Largest batch accepted (`max.message.bytes`).
+    pub max_batch_bytes: usize,
+    /// Timestamp type stored (`message.timestamp.type`).
+    pub timestamp_type: TimestampType,
+    /// Add an offset-index entry after this many bytes of log (`index.interval.bytes`).
+    pub index_interval_bytes: u64,
+    /// Preallocate segment files in steps of this many bytes.
+    pub preallocate_step: u64,
+    /// Size of a write-behind buffer chunk; a full chunk is written without waiting for a flush.
+    pub write_chunk_bytes: usize,
+    /// Bytes of the newest batches kept in memory to serve tailing readers without disk reads.
+    pub tail_cache_bytes: usize,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            segment_age: Duration::from_secs(7 * 24 * 3600),
+            retention_age: Some(Duration::from_secs(7 * 24 * 3600)),
+            retention_bytes: None,
+            max_batch_bytes: 1_048_588,
+            timestamp_type: TimestampType::CreateTime,
+            index_interval_bytes: 4096,
+            preallocate_step: 32 << 20,
+            write_chunk_bytes: 256 << 10,
+            tail_cache_bytes: 1 << 20,
+        }
+    }
+}

@@ -1,0 +1,828 @@
+//! A partition log: segments, offsets, durability, reads, retention.
+//!
+//! # Concurrency
+//! A [`PartitionLog`] lives on one glommio shard (`!Send`). Appends are serialised by an
+//! async lock (a roll awaits file creation in the middle of one); the copy into the
+//! write-behind buffer and the offset assignment happen in one synchronous step, so offsets
+//! are dense and batches are never interleaved. Flushes are group commits: one flush runs at
+//! a time and makes durable everything appended before it began; callers that need a later
+//! offset wait for the next one.
+//!
+//! # Visibility
+//! The high watermark is the durable end: readers only see batches that a crash cannot take
+//! back, so a consumer can never observe an offset that is later reused for other data.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use futures_channel::oneshot;
+use glommio::sync::Semaphore;
+
+use crate::batch::{self, BatchHeader};
+use crate::checkpoint::RecoveryPoint;
+use crate::config::{LogConfig, TimestampType};
+use crate::error::{EngineError, Result};
+use crate::leader_epoch::LeaderEpochCache;
+use crate::producer_state::{snapshot_file_name, ProducerStateTable, SequenceCheck};
+use crate::recovery;
+use crate::segment::{self, Segment};
+use crate::segment_appender::SegmentAppender;
+use crate::storage::Storage;
+use crate::tail_cache::TailCache;
+
+/// File holding the recovery point and log start offset.
+pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point";
+/// File holding the leader epoch cache.
+pub(crate) const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
+/// Producer-state snapshots kept on disk (the newest and the one before it).
+const SNAPSHOTS_KEPT: usize = 2;
+
+/// The outcome of an append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendOutcome {
+    /// Offset given to the first record.
+    pub base_offset: u64,
+    /// Offset of the last record.
+    pub last_offset: u64,
+    /// The broker timestamp stamped into the batches, for `LogAppendTime` logs.
+    pub log_append_time: Option<i64>,
+    /// True when the batch was a producer retry already in the log; nothing was written and
+    /// the offsets are those of the original.
+    pub duplicate: bool,
+    /// The log start offset after the append.
+    pub log_start_offset: u64,
+}
+
+/// Whole batches read from a log.
+#[derive(Clone, Debug, Default)]
+pub struct FetchedRecords {
+    /// The batches, verbatim, as one or more buffers to send without copying.
+    pub chunks: Vec<Bytes>,
+    /// The high watermark (durable end) when the read happened.
+    pub high_watermark: u64,
+    /// The log start offset when the read happened.
+    pub log_start_offset: u64,
+}
+
+impl FetchedRecords {
+    /// Total bytes read.
+    pub fn len(&self) -> usize {
+        self.chunks.iter().map(Bytes::len).sum()
+    }
+
+    /// True when no batch was read.
+    pub fn is_empty(&self) -> bool {
+        self.chunks.iter().all(Bytes::is_empty)
+    }
+}
+
+/// The log's offsets at one moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogOffsets {
+    /// First readable offset.
+    pub log_start_offset: u64,
+    /// Durable end: everything below it survives a crash and is readable.
+    pub high_watermark: u64,
+    /// Offset the next appended record gets.
+    pub log_end_offset: u64,
+}
+
+/// Where durability has reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DurablePoint {
+    /// Every batch below this offset is on the disk.
+    pub offset: u64,
+    /// Base offset of the segment holding `offset`.
+    pub segment_base: u64,
+    /// Byte position of `offset` in that segment.
+    pub position: u64,
+}
+
+/// Mutable state of a log, behind a `RefCell`; never borrowed across an `.await`.
+pub(crate) struct LogState {
+    /// All segments by base offset; the last one is the active segment.
+    pub segments: BTreeMap<u64, Segment>,
+    /// Writes the active segment.
+    pub appender: SegmentAppender,
+    pub next_offset: u64,
+    pub log_start_offset: u64,
+    pub durable: DurablePoint,
+    pub producers: ProducerStateTable,
+    pub epochs: LeaderEpochCache,
+    pub tail_cache: TailCache,
+    pub poisoned: Option<String>,
+    pub closed: bool,
+    /// Offset and timestamp of the record with the largest timestamp (batch granularity).
+    pub max_timestamp: Option<(i64, u64)>,
+}
+
+impl LogState {
+    fn active(&self) -> Result<&Segment> {
+        self.segments
+            .values()
+            .next_back()
+            .ok_or_else(|| EngineError::Corrupt {
+                what: "log".into(),
+                detail: "no active segment".into(),
+            })
+    }
+
+    fn active_mut(&mut self) -> Result<&mut Segment> {
+        self.segments
+            .values_mut()
+            .next_back()
+            .ok_or_else(|| EngineError::Corrupt {
+                what: "log".into(),
+                detail: "no active segment".into(),
+            })
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.closed {
+            return Err(EngineError::Closed);
+        }
+        if let Some(reason) = &self.poisoned {
+            return Err(EngineError::Poisoned(reason.clone()));
+        }
+        Ok(())
+    }
+}
+
+struct Shared {
+    storage: Storage,
+    dir: PathBuf,
+    config: RefCell<LogConfig>,
+    state: RefCell<LogState>,
+    /// Serialises appends, rolls and the capture step of a checkpoint.
+    append_lock: Semaphore,
+    flush_running: Cell<bool>,
+    flush_waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    /// Readers waiting for the high watermark to move.
+    data_waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    checkpoint_running: Cell<bool>,
+}
+
+/// One partition's log. Cheap to clone (a shared handle on one shard).
+#[derive(Clone)]
+pub struct PartitionLog {
+    shared: Rc<Shared>,
+}
+
+impl PartitionLog {
+    /// Opens the log in `dir` (relative to the storage root), creating it when missing, and
+    /// recovers it: everything after the recovery point is validated, a torn or corrupt tail
+    /// is truncated and indexes, epochs and producer state are rebuilt.
+    pub async fn open(storage: &Storage, dir: &Path, config: LogConfig) -> Result<Self> {
+        storage.create_dir_all(dir).await?;
+        let state = recovery::recover(storage, dir, &config).await?;
+        Ok(PartitionLog {
+            shared: Rc::new(Shared {
+                storage: storage.clone(),
+                dir: dir.to_path_buf(),
+                config: RefCell::new(config),
+                state: RefCell::new(state),
+                append_lock: Semaphore::new(1),
+                flush_running: Cell::new(false),
+                flush_waiters: RefCell::new(Vec::new()),
+                data_waiters: RefCell::new(Vec::new()),
+                checkpoint_running: Cell::new(false),
+            }),
+        })
+    }
+
+    /// The directory of this log, relative to the storage root.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The current settings.
+    pub fn config(&self) -> LogConfig {
+        self.shared.config.borrow().clone()
+    }
+
+    /// Replaces the settings; they apply from the next append, roll or retention pass.
+    pub fn set_config(&self, config: LogConfig) {
+        *self.shared.config.borrow_mut() = config;
+    }
+
+    /// Start, high watermark and end offsets.
+    pub fn offsets(&self) -> LogOffsets {
+        let state = self.shared.state.borrow();
+        LogOffsets {
+            log_start_offset: state.log_start_offset,
+            high_watermark: state.durable.offset,
+            log_end_offset: state.next_offset,
+        }
+    }
+
+    /// The newest leader epoch stamped into the log, if any.
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.shared.state.borrow().epochs.latest_epoch()
+    }
+
+    /// OffsetForLeaderEpoch: the largest epoch ≤ `epoch` and the offset where it ends.
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, u64)> {
+        let state = self.shared.state.borrow();
+        state.epochs.end_offset_for(epoch, state.next_offset)
+    }
+
+    /// Timestamp and offset of the batch holding the largest timestamp, if any.
+    pub fn max_timestamp(&self) -> Option<(i64, u64)> {
+        self.shared.state.borrow().max_timestamp
+    }
+
+    /// Total bytes of all segments.
+    pub fn size_bytes(&self) -> u64 {
+        let state = self.shared.state.borrow();
+        state.segments.values().map(|s| s.size).sum()
+    }
+
+    /// Number of segments.
+    pub fn segment_count(&self) -> usize {
+        self.shared.state.borrow().segments.len()
+    }
+
+    /// True once an I/O failure has poisoned the log.
+    pub fn is_poisoned(&self) -> bool {
+        self.shared.state.borrow().poisoned.is_some()
+    }
+
+    /// Validates and appends one or more concatenated record batches (as a producer sends
+    /// them for one partition), assigning offsets and stamping `leader_epoch`. Returns once
+    /// the bytes are in the write-behind buffer; use [`PartitionLog::flush_to`] to wait for
+    /// durability. A batch failing validation or the producer check appends nothing.
+    pub async fn append(
+        &self,
+        records: &[u8],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendOutcome> {
+        let config = self.config();
+        let summaries = batch::validate_batches(records, config.max_batch_bytes)?;
+        let _permit = self
+            .shared
+            .append_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| EngineError::Closed)?;
+        self.shared.state.borrow().check_usable()?;
+
+        if let Some(outcome) = self.check_producers(&summaries)? {
+            return Ok(outcome);
+        }
+        let total: u64 = summaries.iter().map(|s| s.range.len() as u64).sum();
+        if self.needs_roll(total, now_ms, &config)? {
+            self.roll(now_ms).await?;
+        }
+
+        let mut state = self.shared.state.borrow_mut();
+        state.check_usable()?;
+        let log_append_time =
+            (config.timestamp_type == TimestampType::LogAppendTime).then_some(now_ms);
+        let base_offset = state.next_offset;
+        if state.epochs.latest_epoch() < Some(leader_epoch) {
+            state.epochs.assign(leader_epoch, base_offset);
+        }
+        for summary in &summaries {
+            let offset = state.next_offset;
+            let mut stamped = BytesMut::from(&records[summary.range.clone()]);
+            batch::stamp_for_append(&mut stamped, offset as i64, leader_epoch, log_append_time)?;
+            let stamped = stamped.freeze();
+            let header = BatchHeader::parse(&stamped)?;
+            let next_offset = offset + summary.record_count as u64;
+            let position = state.appender.append(&stamped);
+            state
+                .active_mut()?
+                .record_batch(&header, position, now_ms, &config);
+            state.producers.record(
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence,
+                header.last_sequence(),
+                offset as i64,
+                next_offset as i64 - 1,
+                header.max_timestamp,
+            );
+            if state
+                .max_timestamp
+                .is_none_or(|(ts, _)| header.max_timestamp >= ts)
+            {
+                state.max_timestamp = Some((header.max_timestamp, next_offset - 1));
+            }
+            state.tail_cache.push(offset, next_offset, stamped);
+            state.next_offset = next_offset;
+        }
+        Ok(AppendOutcome {
+            base_offset,
+            last_offset: state.next_offset - 1,
+            log_append_time,
+            duplicate: false,
+            log_start_offset: state.log_start_offset,
+        })
+    }
+
+    /// Appends and waits until the batches are durable.
+    pub async fn append_durable(
+        &self,
+        records: &[u8],
+        leader_epoch: i32,
+        now_ms: i64,
+    ) -> Result<AppendOutcome> {
+        let outcome = self.append(records, leader_epoch, now_ms).await?;
+        self.flush_to(outcome.last_offset + 1).await?;
+        Ok(outcome)
+    }
+
+    /// Idempotence: `Some` with the original offsets when the batches are retries.
+    fn check_producers(&self, summaries: &[batch::BatchSummary]) -> Result<Option<AppendOutcome>> {
+        let state = self.shared.state.borrow();
+        let mut duplicate = None;
+        for summary in summaries {
+            let header = &summary.header;
+            match state.producers.check(
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence,
+                header.last_sequence(),
+            )? {
+                SequenceCheck::Append => {}
+                SequenceCheck::Duplicate {
+                    first_offset,
+                    last_offset,
+                } => {
+                    duplicate = Some((first_offset as u64, last_offset as u64));
+                }
+            }
+        }
+        match duplicate {
+            Some((base_offset, last_offset)) if summaries.len() == 1 => Ok(Some(AppendOutcome {
+                base_offset,
+                last_offset,
+                log_append_time: None,
+                duplicate: true,
+                log_start_offset: state.log_start_offset,
+            })),
+            Some(_) => Err(EngineError::InvalidBatch(batch::BatchError::InvalidRecords(
+                "a retried batch cannot share a request with new batches",
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    fn needs_roll(&self, incoming: u64, now_ms: i64, config: &LogConfig) -> Result<bool> {
+        let state = self.shared.state.borrow();
+        let active = state.active()?;
+        if active.size == 0 {
+            return Ok(false);
+        }
+        let too_big = active.size + incoming > config.segment_bytes;
+        let too_old = active
+            .first_append_ms
+            .is_some_and(|first| now_ms - first >= config.segment_age.as_millis() as i64);
+        // Relative offsets in the index are 32-bit.
+        let offsets_exhausted = state.next_offset - active.base_offset >= u32::MAX as u64 / 2;
+        Ok(too_big || too_old || offsets_exhausted)
+    }
+
+    /// Seals the active segment and starts a new one at the log end offset. The caller
+    /// holds the append lock.
+    async fn roll(&self, now_ms: i64) -> Result<()> {
+        let end = self.shared.state.borrow().next_offset;
+        self.flush_to(end).await?;
+        let config = self.config();
+        let new_segment = Segment::create(&self.shared.storage, &self.shared.dir, end).await?;
+        self.shared.storage.sync_dir(&self.shared.dir).await?;
+        let new_appender = SegmentAppender::new(
+            new_segment.file.clone(),
+            0,
+            Vec::new(),
+            config.write_chunk_bytes,
+            config.preallocate_step,
+        );
+        let sealed_base = {
+            let mut state = self.shared.state.borrow_mut();
+            state.appender = new_appender;
+            let sealed_base = state.active()?.base_offset;
+            state.segments.insert(end, new_segment);
+            sealed_base
+        };
+        tracing::debug!(dir = %self.shared.dir.display(), sealed_base, new_base = end, now_ms, "rolled segment");
+        let sealing = {
+            let state = self.shared.state.borrow();
+            state.segments.get(&sealed_base).map(Segment::seal_job)
+        };
+        if let Some(job) = sealing {
+            if let Err(e) = job.run(&self.shared.storage, &self.shared.dir).await {
+                self.poison(&e);
+                return Err(e);
+            }
+            if let Some(segment) = self.shared.state.borrow_mut().segments.get_mut(&sealed_base) {
+                segment.mark_sealed();
+            }
+        }
+        Ok(())
+    }
+
+    /// Rolls the active segment if it is older than `segment.ms` (called periodically, so an
+    /// idle partition's segment still becomes eligible for time retention).
+    pub async fn roll_if_aged(&self, now_ms: i64) -> Result<()> {
+        let config = self.config();
+        let _permit = self
+            .shared
+            .append_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| EngineError::Closed)?;
+        self.shared.state.borrow().check_usable()?;
+        if self.needs_roll(0, now_ms, &config)? {
+            self.roll(now_ms).await?;
+        }
+        Ok(())
+    }
+
+    fn poison(&self, error: &EngineError) {
+        let mut state = self.shared.state.borrow_mut();
+        if state.poisoned.is_none() {
+            tracing::error!(dir = %self.shared.dir.display(), %error, "partition poisoned");
+            state.poisoned = Some(error.to_string());
+        }
+    }
+
+    /// Waits until every offset below `end_offset` is durable. One fdatasync covers every
+    /// append issued before it began. An I/O failure poisons the log; it is never retried.
+    pub async fn flush_to(&self, end_offset: u64) -> Result<()> {
+        loop {
+            {
+                let state = self.shared.state.borrow();
+                if let Some(reason) = &state.poisoned {
+                    return Err(EngineError::Poisoned(reason.clone()));
+                }
+                if state.durable.offset >= end_offset {
+                    return Ok(());
+                }
+                if state.closed {
+                    return Err(EngineError::Closed);
+                }
+            }
+            if self.shared.flush_running.get() {
+                let (sender, receiver) = oneshot::channel();
+                self.shared.flush_waiters.borrow_mut().push(sender);
+                let _ = receiver.await;
+                continue;
+            }
+            self.flush_once().await;
+        }
+    }
+
+    /// Flushes everything appended so far.
+    pub async fn flush(&self) -> Result<()> {
+        let end = self.shared.state.borrow().next_offset;
+        self.flush_to(end).await
+    }
+
+    async fn flush_once(&self) {
+        self.shared.flush_running.set(true);
+        let (plan, offset, segment_base) = {
+            let mut state = self.shared.state.borrow_mut();
+            let segment_base = state.active().map(|s| s.base_offset).unwrap_or_default();
+            (state.appender.begin_flush(), state.next_offset, segment_base)
+        };
+        let position = plan.end;
+        let result = plan.execute().await;
+        {
+            let mut state = self.shared.state.borrow_mut();
+            state.appender.end_flush();
+            match result {
+                Ok(()) => {
+                    if offset > state.durable.offset {
+                        state.durable = DurablePoint {
+                            offset,
+                            segment_base,
+                            position,
+                        };
+                    }
+                }
+                Err(e) => {
+                    let error = EngineError::io("flushing the active segment", e);
+                    tracing::error!(dir = %self.shared.dir.display(), %error, "partition poisoned");
+                    state.poisoned = Some(error.to_string());
+                }
+            }
+        }
+        self.shared.flush_running.set(false);
+        for waiter in self.shared.flush_waiters.take() {
+            let _ = waiter.send(());
+        }
+        for waiter in self.shared.data_waiters.take() {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Resolves once the high watermark moves past `offset` (or the log closes or fails).
+    /// Fetch long-polling races this against its `max_wait`.
+    pub async fn wait_for_data_beyond(&self, offset: u64) {
+        loop {
+            {
+                let state = self.shared.state.borrow();
+                if state.durable.offset > offset || state.closed || state.poisoned.is_some() {
+                    return;
+                }
+            }
+            let (sender, receiver) = oneshot::channel();
+            self.shared.data_waiters.borrow_mut().push(sender);
+            if receiver.await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Reads whole batches starting with the one holding `offset`, up to `max_bytes` but at
+    /// least one batch, never past the high watermark. Reading at the high watermark returns
+    /// nothing; outside `[log_start_offset, log_end_offset]` is an error.
+    pub async fn read(&self, offset: u64, max_bytes: usize) -> Result<FetchedRecords> {
+        let (segment_base, file, readable_end, hint, high_watermark, log_start_offset) = {
+            let state = self.shared.state.borrow();
+            state.check_usable()?;
+            let high_watermark = state.durable.offset;
+            let log_start_offset = state.log_start_offset;
+            if offset < log_start_offset || offset > state.next_offset {
+                return Err(EngineError::OffsetOutOfRange {
+                    offset,
+                    start: log_start_offset,
+                    end: state.next_offset,
+                });
+            }
+            let mut fetched = FetchedRecords {
+                chunks: Vec::new(),
+                high_watermark,
+                log_start_offset,
+            };
+            if offset >= high_watermark {
+                return Ok(fetched);
+            }
+            if let Some(chunks) = state.tail_cache.read(offset, high_watermark, max_bytes) {
+                fetched.chunks = chunks;
+                return Ok(fetched);
+            }
+            let Some((_, segment)) = state.segments.range(..=offset).next_back() else {
+                return Ok(fetched);
+            };
+            let readable_end = if segment.base_offset == state.durable.segment_base {
+                state.durable.position
+            } else {
+                segment.size
+            };
+            (
+                segment.base_offset,
+                segment.file.clone(),
+                readable_end,
+                segment.index_hint(offset),
+                high_watermark,
+                log_start_offset,
+            )
+        };
+        let start = match hint {
+            Some(position) => position,
+            None => self.lookup_sealed_position(segment_base, offset).await?,
+        };
+        let chunks =
+            segment::read_batches(&file, start, readable_end, offset, high_watermark, max_bytes)
+                .await
+                .map_err(|e| EngineError::io("reading a segment", e))?;
+        Ok(FetchedRecords {
+            chunks,
+            high_watermark,
+            log_start_offset,
+        })
+    }
+
+    /// Loads a sealed segment's index on first use and looks `offset` up in it.
+    async fn lookup_sealed_position(&self, segment_base: u64, offset: u64) -> Result<u64> {
+        let loaded = segment::SealedIndex::load(&self.shared.storage, &self.shared.dir, segment_base)
+            .await?;
+        let mut state = self.shared.state.borrow_mut();
+        match state.segments.get_mut(&segment_base) {
+            Some(segment) => {
+                segment.install_sealed_index(loaded);
+                Ok(segment.index_hint(offset).unwrap_or(0))
+            }
+            None => Ok(0),
+        }
+    }
+
+    /// ListOffsets by timestamp: the first batch whose max timestamp is ≥ `timestamp`, as
+    /// (offset of its first record at or after the timestamp, that record's batch max
+    /// timestamp). `None` when no such batch exists below the high watermark.
+    pub async fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<(u64, i64)>> {
+        let candidates: Vec<(u64, u64)> = {
+            let state = self.shared.state.borrow();
+            state.check_usable()?;
+            state
+                .segments
+                .values()
+                .filter(|s| s.max_timestamp >= timestamp)
+                .map(|s| (s.base_offset, s.next_offset))
+                .collect()
+        };
+        for (base, _) in candidates {
+            let mut offset = base.max(self.offsets().log_start_offset);
+            loop {
+                let fetched = self.read(offset, 1 << 20).await?;
+                if fetched.is_empty() {
+                    break;
+                }
+                for chunk in &fetched.chunks {
+                    for scanned in batch::scan_batches(chunk, 0) {
+                        let header = scanned.header;
+                        let next = header.next_offset() as u64;
+                        if header.max_timestamp >= timestamp && next > offset {
+                            let batch_bytes = &chunk[scanned.position as usize..][..scanned.total_len];
+                            let found = batch::first_offset_at_or_after(batch_bytes, timestamp)
+                                .unwrap_or(header.base_offset)
+                                .max(offset as i64);
+                            return Ok(Some((found as u64, header.max_timestamp)));
+                        }
+                        offset = offset.max(next);
+                    }
+                }
+                if self.segment_of(offset) != Some(base) {
+                    break;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn segment_of(&self, offset: u64) -> Option<u64> {
+        let state = self.shared.state.borrow();
+        state.segments.range(..=offset).next_back().map(|(b, _)| *b)
+    }
+
+    /// Moves the log start offset to `offset` (DeleteRecords) and deletes segments that fall
+    /// wholly below it. Durable before it returns. Returns the new log start offset.
+    pub async fn delete_records(&self, offset: u64) -> Result<u64> {
+        {
+            let mut state = self.shared.state.borrow_mut();
+            state.check_usable()?;
+            if offset > state.durable.offset {
+                return Err(EngineError::OffsetOutOfRange {
+                    offset,
+                    start: state.log_start_offset,
+                    end: state.durable.offset,
+                });
+            }
+            state.log_start_offset = state.log_start_offset.max(offset);
+        }
+        self.delete_segments_below_start().await?;
+        self.checkpoint().await?;
+        Ok(self.offsets().log_start_offset)
+    }
+
+    /// Deletes whole sealed segments past `retention.ms` or beyond `retention.bytes`, moving
+    /// the log start offset. Returns how many segments were deleted.
+    pub async fn enforce_retention(&self, now_ms: i64) -> Result<usize> {
+        let config = self.config();
+        {
+            let mut state = self.shared.state.borrow_mut();
+            state.check_usable()?;
+            let mut total: u64 = state.segments.values().map(|s| s.size).sum();
+            let active_base = state.active()?.base_offset;
+            let mut new_start = state.log_start_offset;
+            for segment in state.segments.values() {
+                if segment.base_offset == active_base || segment.next_offset > state.durable.offset
+                {
+                    break;
+                }
+                let expired = config.retention_age.is_some_and(|age| {
+                    segment.max_timestamp < now_ms - age.as_millis() as i64
+                });
+                let oversized = config
+                    .retention_bytes
+                    .is_some_and(|limit| total.saturating_sub(segment.size) >= limit);
+                if !(expired || oversized) {
+                    break;
+                }
+                total -= segment.size;
+                new_start = new_start.max(segment.next_offset);
+            }
+            if new_start == state.log_start_offset {
+                return Ok(0);
+            }
+            state.log_start_offset = new_start;
+        }
+        let deleted = self.delete_segments_below_start().await?;
+        self.checkpoint().await?;
+        Ok(deleted)
+    }
+
+    async fn delete_segments_below_start(&self) -> Result<usize> {
+        let doomed: Vec<Segment> = {
+            let mut state = self.shared.state.borrow_mut();
+            let start = state.log_start_offset;
+            let active_base = state.active()?.base_offset;
+            let bases: Vec<u64> = state
+                .segments
+                .values()
+                .filter(|s| s.base_offset != active_base && s.next_offset <= start)
+                .map(|s| s.base_offset)
+                .collect();
+            let doomed = bases
+                .iter()
+                .filter_map(|b| state.segments.remove(b))
+                .collect();
+            state.producers.remove_before(start as i64);
+            doomed
+        };
+        let count = doomed.len();
+        for segment in doomed {
+            segment.delete(&self.shared.storage, &self.shared.dir).await?;
+        }
+        Ok(count)
+    }
+
+    /// Makes everything appended so far durable and records a recovery point, so that a
+    /// restart scans only what is appended after it. Writes the active segment's index
+    /// entries, a producer-state snapshot and the leader epochs first.
+    pub async fn checkpoint(&self) -> Result<()> {
+        if self.shared.checkpoint_running.replace(true) {
+            return Ok(());
+        }
+        let result = self.checkpoint_inner().await;
+        self.shared.checkpoint_running.set(false);
+        result
+    }
+
+    async fn checkpoint_inner(&self) -> Result<()> {
+        let (point, snapshot, epochs, index_job) = {
+            let _permit = self
+                .shared
+                .append_lock
+                .acquire_permit(1)
+                .await
+                .map_err(|_| EngineError::Closed)?;
+            self.flush().await?;
+            let (point, snapshot, epochs, index_job) = {
+                let state = self.shared.state.borrow();
+                state.check_usable()?;
+                let point = RecoveryPoint {
+                    offset: state.durable.offset,
+                    position: state.durable.position,
+                    log_start_offset: state.log_start_offset,
+                };
+                (
+                    point,
+                    state.producers.encode_snapshot(point.offset),
+                    state.epochs.encode(),
+                    state.active()?.index_persist_job(),
+                )
+            };
+            let persisted = index_job
+                .run(&self.shared.storage, &self.shared.dir)
+                .await?;
+            if let Ok(active) = self.shared.state.borrow_mut().active_mut() {
+                active.mark_index_persisted(persisted);
+            }
+            (point, snapshot, epochs, ())
+        };
+        let _ = index_job;
+        let storage = &self.shared.storage;
+        let dir = &self.shared.dir;
+        storage
+            .write_small_durable(&dir.join(snapshot_file_name(point.offset)), snapshot)
+            .await?;
+        storage
+            .write_small_durable(&dir.join(LEADER_EPOCH_FILE), epochs)
+            .await?;
+        storage
+            .write_small_durable(&dir.join(RECOVERY_POINT_FILE), point.encode())
+            .await?;
+        recovery::remove_old_snapshots(storage, dir, SNAPSHOTS_KEPT).await
+    }
+
+    /// Flushes, checkpoints and closes the log. Further calls on any handle fail with
+    /// [`EngineError::Closed`].
+    pub async fn close(&self) -> Result<()> {
+        let result = if self.is_poisoned() {
+            Ok(())
+        } else {
+            self.checkpoint().await
+        };
+        let files = {
+            let mut state = self.shared.state.borrow_mut();
+            state.closed = true;
+            state.tail_cache.clear();
+            std::mem::take(&mut state.segments)
+        };
+        self.shared.append_lock.close();
+        for waiter in self.shared.data_waiters.take() {
+            let _ = waiter.send(());
+        }
+        for segment in files.into_values() {
+            let _ = segment.file.close().await;
+        }
+        result
+    }
+}

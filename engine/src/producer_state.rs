@@ -1,0 +1,839 @@
+//! Idempotent producer state of one partition: the fence and dedup table consulted before an
+//! append, and its snapshot file format.
+//!
+//! # Rules
+//!
+//! For each producer id the table keeps the current epoch and the last
+//! [`BATCHES_KEPT_PER_PRODUCER`] appended batches (sequence range, offset range, max timestamp).
+//! [`ProducerStateTable::check`] decides, in this order:
+//!
+//! - `producer_id < 0`: the producer is not idempotent; always [`SequenceCheck::Append`].
+//! - negative base sequence from an idempotent producer: [`ProducerStateError::InvalidSequence`].
+//! - unknown producer id: accepted at any sequence. The state may have been expired or lost
+//!   (Kafka ≥ 2.4 accepts in this case too rather than failing with `UNKNOWN_PRODUCER_ID`).
+//! - epoch older than the known one: [`ProducerStateError::ProducerFenced`].
+//! - same epoch, the batch equals a cached one (same first and last sequence): a retry,
+//!   answered with [`SequenceCheck::Duplicate`] and the offsets it got the first time.
+//! - same epoch: the first sequence must follow the last one (`i32::MAX` wraps to 0), else
+//!   [`ProducerStateError::OutOfOrderSequence`].
+//! - newer epoch: the sequence must restart at 0, else `OutOfOrderSequence`; the cache is reset
+//!   by the following [`ProducerStateTable::record`].
+//!
+//! The table can be capped ([`ProducerStateTable::with_max_producers`]); beyond the cap the least
+//! recently appended-to producer is forgotten, which only makes a later check more lenient.
+//!
+//! # Snapshot file
+//!
+//! Named `<offset:020>.snapshot` ([`snapshot_file_name`]), where `offset` is the log end offset
+//! the snapshot reflects: replaying batches from `offset` onwards through
+//! [`ProducerStateTable::record`] rebuilds the current state. All integers big-endian.
+//!
+//! | bytes | field                                                        |
+//! |-------|--------------------------------------------------------------|
+//! | 4     | magic `b"KPST"`                                              |
+//! | 2     | version, currently 1                                         |
+//! | 2     | reserved, 0                                                  |
+//! | 8     | `covers_up_to_offset` u64                                    |
+//! | 4     | entry count u32                                              |
+//! |       | per entry, in ascending producer id:                         |
+//! | 8     | producer id i64 (≥ 0)                                        |
+//! | 2     | epoch i16                                                    |
+//! | 1     | batch count u8, 1..=5                                        |
+//! | 32 ×n | oldest first: first_seq i32, last_seq i32, first_offset i64, last_offset i64, max_timestamp i64 |
+//! | 4     | CRC-32 (IEEE, `crc32fast`) of every preceding byte           |
+//!
+//! The I/O layer writes a snapshot to a temporary name, fsyncs, and renames, so a crash leaves
+//! either the old set of snapshots or the new one; a torn or bit-flipped file still fails the
+//! CRC here and the caller falls back to an older snapshot (or an empty table) and replays more
+//! of the log. Decoding checks the CRC first, then every count against the bytes left before
+//! allocating, and rejects trailing bytes, so no input panics or over-allocates. After the log
+//! is truncated, snapshots above the truncation point describe data that is gone and must be
+//! deleted.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use thiserror::Error;
+
+use crate::batch::increment_sequence;
+
+/// How many recent batches are remembered per producer, as in Kafka (the producer keeps at most
+/// five requests in flight, so a retry always matches one of them).
+pub const BATCHES_KEPT_PER_PRODUCER: usize = 5;
+/// Default cap on the number of producers tracked per partition.
+pub const DEFAULT_MAX_PRODUCERS: usize = 100_000;
+
+const SNAPSHOT_MAGIC: [u8; 4] = *b"KPST";
+const SNAPSHOT_VERSION: u16 = 1;
+const SNAPSHOT_HEADER_LEN: usize = 20;
+const SNAPSHOT_ENTRY_FIXED_LEN: usize = 11;
+const SNAPSHOT_BATCH_LEN: usize = 32;
+const SNAPSHOT_CRC_LEN: usize = 4;
+
+/// Why a producer's batch, or a snapshot, was refused.
+#[derive(Error, Debug, Clone, PartialEq, Eq)]
+pub enum ProducerStateError {
+    /// The batch carries an epoch older than the producer's current one.
+    #[error("producer {producer_id} fenced: epoch {epoch} is older than {current_epoch}")]
+    ProducerFenced {
+        /// Producer id of the batch.
+        producer_id: i64,
+        /// Epoch of the batch.
+        epoch: i16,
+        /// Epoch the partition knows.
+        current_epoch: i16,
+    },
+    /// The batch's first sequence is not the one expected next.
+    #[error("producer {producer_id}: expected sequence {expected}, got {received}")]
+    OutOfOrderSequence {
+        /// Producer id of the batch.
+        producer_id: i64,
+        /// Sequence the partition expected.
+        expected: i32,
+        /// First sequence of the batch.
+        received: i32,
+    },
+    /// An idempotent producer sent a negative sequence number.
+    #[error("producer {producer_id}: invalid sequence {sequence}")]
+    InvalidSequence {
+        /// Producer id of the batch.
+        producer_id: i64,
+        /// The offending sequence.
+        sequence: i32,
+    },
+    /// The snapshot is shorter than its framing or its counts require.
+    #[error("producer state snapshot truncated")]
+    SnapshotTruncated,
+    /// The snapshot's trailing CRC does not match its contents.
+    #[error(
+        "producer state snapshot crc mismatch: stored {stored:#010x}, computed {computed:#010x}"
+    )]
+    SnapshotCrcMismatch {
+        /// CRC found at the end of the file.
+        stored: u32,
+        /// CRC computed over the contents.
+        computed: u32,
+    },
+    /// The snapshot does not start with the expected magic bytes.
+    #[error("not a producer state snapshot")]
+    SnapshotBadMagic,
+    /// The snapshot was written by an unknown format version.
+    #[error("unsupported producer state snapshot version {0}")]
+    SnapshotUnsupportedVersion(u16),
+    /// The snapshot passed its CRC but holds impossible contents.
+    #[error("corrupt producer state snapshot: {0}")]
+    SnapshotCorrupt(&'static str),
+}
+
+/// What to do with a batch that passed [`ProducerStateTable::check`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SequenceCheck {
+    /// New data: append it.
+    Append,
+    /// A retry of a batch already in the log: answer with its offsets, append nothing.
+    Duplicate {
+        /// Offset of the first record the first time.
+        first_offset: i64,
+        /// Offset of the last record the first time.
+        last_offset: i64,
+    },
+}
+
+/// One appended batch as remembered for dedup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchMetadata {
+    /// Sequence of the first record.
+    pub first_seq: i32,
+    /// Sequence of the last record.
+    pub last_seq: i32,
+    /// Offset of the first record.
+    pub first_offset: i64,
+    /// Offset of the last record.
+    pub last_offset: i64,
+    /// Largest timestamp in the batch.
+    pub max_timestamp: i64,
+}
+
+/// State of one producer: its epoch and its most recent batches (never empty).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerEntry {
+    producer_id: i64,
+    epoch: i16,
+    batches: VecDeque<BatchMetadata>,
+}
+
+impl ProducerEntry {
+    /// The producer's id.
+    pub fn producer_id(&self) -> i64 {
+        self.producer_id
+    }
+
+    /// The producer's current epoch.
+    pub fn epoch(&self) -> i16 {
+        self.epoch
+    }
+
+    /// Recent batches, oldest first.
+    pub fn batches(&self) -> &VecDeque<BatchMetadata> {
+        &self.batches
+    }
+
+    /// The most recent batch.
+    pub fn last_batch(&self) -> Option<&BatchMetadata> {
+        self.batches.back()
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Slot {
+    entry: ProducerEntry,
+    last_used: u64,
+}
+
+/// Producer state of one partition. Pure data: the I/O layer persists it with
+/// [`Self::encode_snapshot`].
+#[derive(Debug, Clone)]
+pub struct ProducerStateTable {
+    producers: HashMap<i64, Slot>,
+    /// `last_used` tick → producer id, to find the least recently used producer quickly.
+    recency: BTreeMap<u64, i64>,
+    next_tick: u64,
+    max_producers: usize,
+}
+
+impl Default for ProducerStateTable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProducerStateTable {
+    /// An empty table capped at [`DEFAULT_MAX_PRODUCERS`].
+    pub fn new() -> Self {
+        Self {
+            producers: HashMap::new(),
+            recency: BTreeMap::new(),
+            next_tick: 0,
+            max_producers: DEFAULT_MAX_PRODUCERS,
+        }
+    }
+
+    /// Sets the cap on tracked producers (at least 1); applied on the next new producer.
+    pub fn with_max_producers(mut self, max_producers: usize) -> Self {
+        self.max_producers = max_producers.max(1);
+        self
+    }
+
+    /// Number of producers tracked.
+    pub fn len(&self) -> usize {
+        self.producers.len()
+    }
+
+    /// Whether no producer is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.producers.is_empty()
+    }
+
+    /// State of one producer.
+    pub fn get(&self, producer_id: i64) -> Option<&ProducerEntry> {
+        self.producers.get(&producer_id).map(|slot| &slot.entry)
+    }
+
+    /// All producers in ascending id order.
+    pub fn entries(&self) -> Vec<&ProducerEntry> {
+        let mut entries: Vec<_> = self.producers.values().map(|slot| &slot.entry).collect();
+        entries.sort_by_key(|entry| entry.producer_id);
+        entries
+    }
+
+    /// Decides whether a batch is new, a retry, or refused; see the module doc for the rules.
+    /// `last_sequence` is the batch's last sequence (`BatchHeader::last_sequence`).
+    pub fn check(
+        &self,
+        producer_id: i64,
+        epoch: i16,
+        base_sequence: i32,
+        last_sequence: i32,
+    ) -> Result<SequenceCheck, ProducerStateError> {
+        if producer_id < 0 {
+            return Ok(SequenceCheck::Append);
+        }
+        if base_sequence < 0 {
+            return Err(ProducerStateError::InvalidSequence {
+                producer_id,
+                sequence: base_sequence,
+            });
+        }
+        let Some(slot) = self.producers.get(&producer_id) else {
+            return Ok(SequenceCheck::Append);
+        };
+        let entry = &slot.entry;
+        if epoch < entry.epoch {
+            return Err(ProducerStateError::ProducerFenced {
+                producer_id,
+                epoch,
+                current_epoch: entry.epoch,
+            });
+        }
+        let expected = if epoch > entry.epoch {
+            0
+        } else {
+            let duplicate = entry
+                .batches
+                .iter()
+                .find(|b| b.first_seq == base_sequence && b.last_seq == last_sequence);
+            if let Some(batch) = duplicate {
+                return Ok(SequenceCheck::Duplicate {
+                    first_offset: batch.first_offset,
+                    last_offset: batch.last_offset,
+                });
+            }
+            match entry.last_batch() {
+                Some(last) => increment_sequence(last.last_seq, 1),
+                None => base_sequence,
+            }
+        };
+        if base_sequence != expected {
+            return Err(ProducerStateError::OutOfOrderSequence {
+                producer_id,
+                expected,
+                received: base_sequence,
+            });
+        }
+        Ok(SequenceCheck::Append)
+    }
+
+    /// Remembers a batch once it is in the log (after an append, or while replaying the log
+    /// during recovery). The log is the authority here, so nothing is checked: an epoch
+    /// different from the known one starts a fresh cache.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &mut self,
+        producer_id: i64,
+        epoch: i16,
+        first_seq: i32,
+        last_seq: i32,
+        first_offset: i64,
+        last_offset: i64,
+        max_timestamp: i64,
+    ) {
+        if producer_id < 0 {
+            return;
+        }
+        let batch = BatchMetadata {
+            first_seq,
+            last_seq,
+            first_offset,
+            last_offset,
+            max_timestamp,
+        };
+        let tick = self.next_tick;
+        self.next_tick += 1;
+        match self.producers.get_mut(&producer_id) {
+            Some(slot) => {
+                if slot.entry.epoch != epoch {
+                    slot.entry.epoch = epoch;
+                    slot.entry.batches.clear();
+                }
+                if slot.entry.batches.len() == BATCHES_KEPT_PER_PRODUCER {
+                    slot.entry.batches.pop_front();
+                }
+                slot.entry.batches.push_back(batch);
+                self.recency.remove(&slot.last_used);
+                slot.last_used = tick;
+            }
+            None => {
+                while self.producers.len() >= self.max_producers {
+                    self.evict_least_recent();
+                }
+                let entry = ProducerEntry {
+                    producer_id,
+                    epoch,
+                    batches: VecDeque::from([batch]),
+                };
+                self.producers.insert(
+                    producer_id,
+                    Slot {
+                        entry,
+                        last_used: tick,
+                    },
+                );
+            }
+        }
+        self.recency.insert(tick, producer_id);
+    }
+
+    fn evict_least_recent(&mut self) {
+        match self.recency.pop_first() {
+            Some((_, producer_id)) => {
+                self.producers.remove(&producer_id);
+            }
+            // Unreachable while `recency` mirrors `producers`; clearing keeps the loop finite.
+            None => self.producers.clear(),
+        }
+    }
+
+    fn retain_batches(&mut self, mut keep: impl FnMut(&BatchMetadata) -> bool) {
+        let recency = &mut self.recency;
+        self.producers.retain(|_, slot| {
+            slot.entry.batches.retain(|b| keep(b));
+            let alive = !slot.entry.batches.is_empty();
+            if !alive {
+                recency.remove(&slot.last_used);
+            }
+            alive
+        });
+    }
+
+    /// Forgets batches at or above `log_end_offset`, after the log was truncated there.
+    ///
+    /// A producer left with no batch is forgotten, so its next batch is accepted at any
+    /// sequence. For exact state, reload the newest snapshot at or below `log_end_offset` and
+    /// replay the log from it instead.
+    pub fn truncate_to(&mut self, log_end_offset: i64) {
+        self.retain_batches(|b| b.last_offset < log_end_offset);
+    }
+
+    /// Forgets batches wholly below `log_start_offset` (deleted by retention), and producers
+    /// with none left.
+    pub fn remove_before(&mut self, log_start_offset: i64) {
+        self.retain_batches(|b| b.last_offset >= log_start_offset);
+    }
+
+    /// Forgets producers whose last batch's max timestamp is older than `now_ms - idle_ms`
+    /// (Kafka's `producer.id.expiration.ms`).
+    pub fn remove_expired(&mut self, now_ms: i64, idle_ms: i64) {
+        let cutoff = now_ms.saturating_sub(idle_ms);
+        let recency = &mut self.recency;
+        self.producers.retain(|_, slot| {
+            let alive = slot
+                .entry
+                .last_batch()
+                .is_some_and(|b| b.max_timestamp >= cutoff);
+            if !alive {
+                recency.remove(&slot.last_used);
+            }
+            alive
+        });
+    }
+
+    /// Encodes the table as a snapshot file; see the module doc for the layout.
+    pub fn encode_snapshot(&self, covers_up_to_offset: u64) -> Vec<u8> {
+        let entries = self.entries();
+        let batches: usize = entries.iter().map(|e| e.batches.len()).sum();
+        let mut out = Vec::with_capacity(
+            SNAPSHOT_HEADER_LEN
+                + entries.len() * SNAPSHOT_ENTRY_FIXED_LEN
+                + batches * SNAPSHOT_BATCH_LEN
+                + SNAPSHOT_CRC_LEN,
+        );
+        out.extend_from_slice(&SNAPSHOT_MAGIC);
+        out.extend_from_slice(&SNAPSHOT_VERSION.to_be_bytes());
+        out.extend_from_slice(&0u16.to_be_bytes());
+        out.extend_from_slice(&covers_up_to_offset.to_be_bytes());
+        // The table never holds 2^32 producers (the cap is a usize but memory is not).
+        out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
+        for entry in entries {
+            out.extend_from_slice(&entry.producer_id.to_be_bytes());
+            out.extend_from_slice(&entry.epoch.to_be_bytes());
+            out.push(entry.batches.len() as u8);
+            for b in &entry.batches {
+                out.extend_from_slice(&b.first_seq.to_be_bytes());
+                out.extend_from_slice(&b.last_seq.to_be_bytes());
+                out.extend_from_slice(&b.first_offset.to_be_bytes());
+                out.extend_from_slice(&b.last_offset.to_be_bytes());
+                out.extend_from_slice(&b.max_timestamp.to_be_bytes());
+            }
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_be_bytes());
+        out
+    }
+
+    /// Decodes a snapshot file into the offset it covers up to and the table (with the default
+    /// cap; see [`Self::with_max_producers`]).
+    pub fn decode_snapshot(bytes: &[u8]) -> Result<(u64, Self), ProducerStateError> {
+        if bytes.len() < SNAPSHOT_HEADER_LEN + SNAPSHOT_CRC_LEN {
+            return Err(ProducerStateError::SnapshotTruncated);
+        }
+        let (body, trailer) = bytes.split_at(bytes.len() - SNAPSHOT_CRC_LEN);
+        let mut reader = Reader { buf: trailer };
+        let stored = u32::from_be_bytes(reader.array()?);
+        let computed = crc32fast::hash(body);
+        if stored != computed {
+            return Err(ProducerStateError::SnapshotCrcMismatch { stored, computed });
+        }
+        let mut reader = Reader { buf: body };
+        if reader.array::<4>()? != SNAPSHOT_MAGIC {
+            return Err(ProducerStateError::SnapshotBadMagic);
+        }
+        let version = u16::from_be_bytes(reader.array()?);
+        if version != SNAPSHOT_VERSION {
+            return Err(ProducerStateError::SnapshotUnsupportedVersion(version));
+        }
+        reader.array::<2>()?;
+        let covers_up_to = u64::from_be_bytes(reader.array()?);
+        let count = u32::from_be_bytes(reader.array()?) as usize;
+        if count > reader.buf.len() / SNAPSHOT_ENTRY_FIXED_LEN {
+            return Err(ProducerStateError::SnapshotTruncated);
+        }
+        let mut entries = Vec::with_capacity(count);
+        for _ in 0..count {
+            entries.push(reader.entry()?);
+        }
+        if !reader.buf.is_empty() {
+            return Err(ProducerStateError::SnapshotCorrupt(
+                "bytes after the last entry",
+            ));
+        }
+        if entries
+            .windows(2)
+            .any(|w| w[0].producer_id >= w[1].producer_id)
+        {
+            return Err(ProducerStateError::SnapshotCorrupt(
+                "producer ids not strictly ascending",
+            ));
+        }
+        // Recency is not persisted; the producer that appended last is the most recent.
+        entries.sort_by_key(|e| e.last_batch().map_or(i64::MIN, |b| b.last_offset));
+        let mut table = Self::new();
+        for entry in entries {
+            let tick = table.next_tick;
+            table.next_tick += 1;
+            table.recency.insert(tick, entry.producer_id);
+            table.producers.insert(
+                entry.producer_id,
+                Slot {
+                    entry,
+                    last_used: tick,
+                },
+            );
+        }
+        Ok((covers_up_to, table))
+    }
+}
+
+/// `<offset:020>.snapshot`, the file name of a snapshot covering up to `offset`.
+pub fn snapshot_file_name(covers_up_to_offset: u64) -> String {
+    format!("{covers_up_to_offset:020}.snapshot")
+}
+
+/// The offset in a snapshot file name, or `None` if the name is not one.
+pub fn parse_snapshot_file_name(name: &str) -> Option<u64> {
+    let digits = name.strip_suffix(".snapshot")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Bounds-checked big-endian reader over a snapshot body.
+struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+impl Reader<'_> {
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], ProducerStateError> {
+        let (head, rest) = self
+            .buf
+            .split_first_chunk::<N>()
+            .ok_or(ProducerStateError::SnapshotTruncated)?;
+        self.buf = rest;
+        Ok(*head)
+    }
+
+    fn entry(&mut self) -> Result<ProducerEntry, ProducerStateError> {
+        let producer_id = i64::from_be_bytes(self.array()?);
+        let epoch = i16::from_be_bytes(self.array()?);
+        let [batch_count] = self.array::<1>()?;
+        if producer_id < 0 {
+            return Err(ProducerStateError::SnapshotCorrupt("negative producer id"));
+        }
+        let batch_count = usize::from(batch_count);
+        if batch_count == 0 || batch_count > BATCHES_KEPT_PER_PRODUCER {
+            return Err(ProducerStateError::SnapshotCorrupt(
+                "batch count out of range",
+            ));
+        }
+        if self.buf.len() < batch_count * SNAPSHOT_BATCH_LEN {
+            return Err(ProducerStateError::SnapshotTruncated);
+        }
+        let mut batches = VecDeque::with_capacity(batch_count);
+        for _ in 0..batch_count {
+            let batch = BatchMetadata {
+                first_seq: i32::from_be_bytes(self.array()?),
+                last_seq: i32::from_be_bytes(self.array()?),
+                first_offset: i64::from_be_bytes(self.array()?),
+                last_offset: i64::from_be_bytes(self.array()?),
+                max_timestamp: i64::from_be_bytes(self.array()?),
+            };
+            let ordered = batches
+                .back()
+                .is_none_or(|prev: &BatchMetadata| prev.last_offset < batch.first_offset);
+            if batch.first_offset > batch.last_offset || !ordered {
+                return Err(ProducerStateError::SnapshotCorrupt(
+                    "batch offsets out of order",
+                ));
+            }
+            batches.push_back(batch);
+        }
+        Ok(ProducerEntry {
+            producer_id,
+            epoch,
+            batches,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Records a batch of `count` records right after the producer's previous one.
+    fn append(table: &mut ProducerStateTable, pid: i64, epoch: i16, seq: i32, offset: i64) {
+        table.record(pid, epoch, seq, seq + 2, offset, offset + 2, 1000 + offset);
+    }
+
+    #[test]
+    fn test_non_idempotent_and_unknown_producers_append() {
+        let table = ProducerStateTable::new();
+        assert_eq!(table.check(-1, 0, -1, -1), Ok(SequenceCheck::Append));
+        assert_eq!(table.check(7, 3, 42, 44), Ok(SequenceCheck::Append));
+        let mut table = table;
+        table.record(-1, 0, -1, -1, 0, 0, 0);
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn test_in_order_sequence_appends() {
+        let mut table = ProducerStateTable::new();
+        append(&mut table, 1, 0, 0, 0);
+        assert_eq!(table.check(1, 0, 3, 5), Ok(SequenceCheck::Append));
+    }
+
+    #[test]
+    fn test_retry_of_cached_batch_is_duplicate() {
+        let mut table = ProducerStateTable::new();
+        for i in 0..6 {
+            append(&mut table, 1, 0, i * 3, 100 + i64::from(i) * 3);
+        }
+        assert_eq!(
+            table.get(1).unwrap().batches().len(),
+            BATCHES_KEPT_PER_PRODUCER
+        );
+        assert_eq!(
+            table.check(1, 0, 3, 5),
+            Ok(SequenceCheck::Duplicate {
+                first_offset: 103,
+                last_offset: 105
+            })
+        );
+        // The oldest batch fell out of the cache: now only a gap.
+        assert!(matches!(
+            table.check(1, 0, 0, 2),
+            Err(ProducerStateError::OutOfOrderSequence { expected: 18, .. })
+        ));
+    }
+
+    #[test]
+    fn test_sequence_gap_is_out_of_order() {
+        let mut table = ProducerStateTable::new();
+        append(&mut table, 1, 0, 0, 0);
+        assert_eq!(
+            table.check(1, 0, 4, 4),
+            Err(ProducerStateError::OutOfOrderSequence {
+                producer_id: 1,
+                expected: 3,
+                received: 4
+            })
+        );
+    }
+
+    #[test]
+    fn test_older_epoch_is_fenced() {
+        let mut table = ProducerStateTable::new();
+        append(&mut table, 1, 5, 0, 0);
+        assert_eq!(
+            table.check(1, 4, 3, 3),
+            Err(ProducerStateError::ProducerFenced {
+                producer_id: 1,
+                epoch: 4,
+                current_epoch: 5
+            })
+        );
+    }
+
+    #[test]
+    fn test_newer_epoch_must_restart_at_zero() {
+        let mut table = ProducerStateTable::new();
+        append(&mut table, 1, 5, 0, 0);
+        assert_eq!(table.check(1, 6, 0, 0), Ok(SequenceCheck::Append));
+        assert!(matches!(
+            table.check(1, 6, 3, 3),
+            Err(ProducerStateError::OutOfOrderSequence { expected: 0, .. })
+        ));
+        table.record(1, 6, 0, 0, 3, 3, 0);
+        let entry = table.get(1).unwrap();
+        assert_eq!((entry.epoch(), entry.batches().len()), (6, 1));
+    }
+
+    #[test]
+    fn test_negative_sequence_is_invalid() {
+        let table = ProducerStateTable::new();
+        assert_eq!(
+            table.check(1, 0, -1, -1),
+            Err(ProducerStateError::InvalidSequence {
+                producer_id: 1,
+                sequence: -1
+            })
+        );
+    }
+
+    #[test]
+    fn test_sequence_wraps_after_max() {
+        let mut table = ProducerStateTable::new();
+        table.record(1, 0, i32::MAX - 1, i32::MAX, 0, 1, 0);
+        assert_eq!(table.check(1, 0, 0, 4), Ok(SequenceCheck::Append));
+    }
+
+    #[test]
+    fn test_truncate_and_remove_before() {
+        let mut table = ProducerStateTable::new();
+        append(&mut table, 1, 0, 0, 0);
+        append(&mut table, 1, 0, 3, 3);
+        append(&mut table, 2, 0, 0, 6);
+        table.truncate_to(6);
+        assert!(table.get(2).is_none());
+        table.truncate_to(4);
+        assert_eq!(table.get(1).unwrap().batches().len(), 1);
+        assert_eq!(table.check(1, 0, 3, 5), Ok(SequenceCheck::Append));
+        table.remove_before(3);
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn test_remove_expired() {
+        let mut table = ProducerStateTable::new();
+        table.record(1, 0, 0, 0, 0, 0, 1_000);
+        table.record(2, 0, 0, 0, 1, 1, 5_000);
+        table.remove_expired(6_000, 2_000);
+        assert!(table.get(1).is_none() && table.get(2).is_some());
+    }
+
+    #[test]
+    fn test_cap_evicts_least_recently_used() {
+        let mut table = ProducerStateTable::new().with_max_producers(2);
+        append(&mut table, 1, 0, 0, 0);
+        append(&mut table, 2, 0, 0, 3);
+        append(&mut table, 1, 0, 3, 6);
+        append(&mut table, 3, 0, 0, 9);
+        assert_eq!(table.len(), 2);
+        assert!(table.get(2).is_none());
+        assert!(table.get(1).is_some() && table.get(3).is_some());
+    }
+
+    #[test]
+    fn test_snapshot_errors() {
+        let mut table = ProducerStateTable::new();
+        append(&mut table, 1, 0, 0, 0);
+        let good = table.encode_snapshot(3);
+        let reencode = |mut bytes: Vec<u8>| {
+            bytes.truncate(bytes.len() - SNAPSHOT_CRC_LEN);
+            let crc = crc32fast::hash(&bytes);
+            bytes.extend_from_slice(&crc.to_be_bytes());
+            ProducerStateTable::decode_snapshot(&bytes).map(|(offset, _)| offset)
+        };
+        assert_eq!(reencode(good.clone()), Ok(3));
+        assert!(matches!(
+            ProducerStateTable::decode_snapshot(&good[..10]),
+            Err(ProducerStateError::SnapshotTruncated)
+        ));
+        assert!(matches!(
+            ProducerStateTable::decode_snapshot(&good[..good.len() - 1]),
+            Err(ProducerStateError::SnapshotCrcMismatch { .. })
+        ));
+        let mut bad = good.clone();
+        bad[0] = b'X';
+        assert_eq!(reencode(bad), Err(ProducerStateError::SnapshotBadMagic));
+        let mut bad = good.clone();
+        bad[5] = 9;
+        assert_eq!(
+            reencode(bad),
+            Err(ProducerStateError::SnapshotUnsupportedVersion(9))
+        );
+        let mut bad = good.clone();
+        bad[19] = 200; // entry count far beyond the bytes present
+        assert_eq!(reencode(bad), Err(ProducerStateError::SnapshotTruncated));
+        let mut bad = good.clone();
+        bad[SNAPSHOT_HEADER_LEN + 10] = 6; // batch count above the cache size
+        assert!(matches!(
+            reencode(bad),
+            Err(ProducerStateError::SnapshotCorrupt(_))
+        ));
+        let mut bad = good.clone();
+        bad.insert(good.len() - SNAPSHOT_CRC_LEN, 0);
+        assert!(matches!(
+            reencode(bad),
+            Err(ProducerStateError::SnapshotCorrupt(_))
+        ));
+    }
+
+    #[test]
+    fn test_snapshot_file_names() {
+        assert_eq!(snapshot_file_name(42), "00000000000000000042.snapshot");
+        assert_eq!(parse_snapshot_file_name(&snapshot_file_name(42)), Some(42));
+        assert_eq!(parse_snapshot_file_name("42.snapshot"), None);
+        assert_eq!(parse_snapshot_file_name("00000000000000000042.log"), None);
+    }
+
+    fn arb_table() -> impl Strategy<Value = ProducerStateTable> {
+        let batches = proptest::collection::vec((0..i32::MAX, 0..4i64, any::<i64>()), 1..8);
+        proptest::collection::vec((0..50i64, 0..3i16, batches), 0..20).prop_map(|producers| {
+            let mut table = ProducerStateTable::new();
+            let mut offset = 0i64;
+            for (pid, epoch, batches) in producers {
+                for (seq, span, ts) in batches {
+                    table.record(pid, epoch, seq, seq, offset, offset + span, ts);
+                    offset += span + 1;
+                }
+            }
+            table
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn prop_snapshot_round_trips(table in arb_table(), covers in any::<u64>()) {
+            let bytes = table.encode_snapshot(covers);
+            let (decoded_covers, decoded) = ProducerStateTable::decode_snapshot(&bytes).unwrap();
+            prop_assert_eq!(decoded_covers, covers);
+            prop_assert_eq!(decoded.entries(), table.entries());
+            prop_assert_eq!(decoded.encode_snapshot(covers), bytes);
+        }
+
+        #[test]
+        fn prop_snapshot_bit_flip_is_detected(table in arb_table(), bit in any::<usize>()) {
+            let mut bytes = table.encode_snapshot(9);
+            let bit = bit % (bytes.len() * 8);
+            bytes[bit / 8] ^= 1 << (bit % 8);
+            prop_assert!(ProducerStateTable::decode_snapshot(&bytes).is_err());
+        }
+
+        #[test]
+        fn prop_snapshot_truncation_is_detected(table in arb_table(), cut in any::<usize>()) {
+            let bytes = table.encode_snapshot(9);
+            let cut = cut % bytes.len();
+            prop_assert!(ProducerStateTable::decode_snapshot(&bytes[..cut]).is_err());
+        }
+
+        #[test]
+        fn prop_snapshot_garbage_never_panics(
+            bytes in proptest::collection::vec(any::<u8>(), 0..200)
+        ) {
+            let _ = ProducerStateTable::decode_snapshot(&bytes);
+        }
+    }
+}

@@ -1,0 +1,373 @@
+//! One segment of a partition log: `<base_offset:020>.log` with its `.index` and
+//! `.timeindex`.
+//!
+//! The log file holds Kafka RecordBatch v2 batches verbatim, back to back, starting at the
+//! segment's base offset. While the segment is active its indexes live in memory and are
+//! written out (appended, then fdatasync'd) at each checkpoint, before the recovery point
+//! that relies on them; recovery drops index entries at or past the recovery position and
+//! rebuilds them from the log. When a segment is sealed, its log file is truncated to its
+//! exact size (the write-behind buffer pads the last page with zeros), both indexes are
+//! completed and everything is fdatasync'd; a sealed segment's indexes are memory-mapped
+//! lazily on first lookup, so idle partitions cost no index memory.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use crate::batch::{self, BatchHeader};
+use crate::config::LogConfig;
+use crate::error::{EngineError, Result};
+use crate::offset_index::{OffsetIndex, OffsetIndexView, OFFSET_INDEX_ENTRY_LEN};
+use crate::storage::{LogFile, MappedFile, Storage};
+use crate::time_index::{TimeIndex, TimeIndexView, TIME_INDEX_ENTRY_LEN};
+
+/// The file name of a segment's log, index or time index.
+pub(crate) fn file_name(base_offset: u64, extension: &str) -> String {
+    format!("{base_offset:020}.{extension}")
+}
+
+/// Parses `<20 digits>.<extension>`.
+pub(crate) fn parse_file_name(name: &str, extension: &str) -> Option<u64> {
+    let stem = name.strip_suffix(extension)?.strip_suffix('.')?;
+    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    stem.parse().ok()
+}
+
+pub(crate) fn log_path(dir: &Path, base_offset: u64) -> PathBuf {
+    dir.join(file_name(base_offset, "log"))
+}
+
+pub(crate) fn index_path(dir: &Path, base_offset: u64) -> PathBuf {
+    dir.join(file_name(base_offset, "index"))
+}
+
+pub(crate) fn time_index_path(dir: &Path, base_offset: u64) -> PathBuf {
+    dir.join(file_name(base_offset, "timeindex"))
+}
+
+/// A segment's metadata and file handle.
+pub(crate) struct Segment {
+    pub base_offset: u64,
+    pub file: LogFile,
+    /// Logical size: bytes of whole batches.
+    pub size: u64,
+    /// Offset after the last batch (the base offset when empty).
+    pub next_offset: u64,
+    /// Largest batch max timestamp (-1 when empty).
+    pub max_timestamp: i64,
+    /// Broker time of the first append to this segment, for `segment.ms` rolls.
+    pub first_append_ms: Option<i64>,
+    pub index: SegmentIndex,
+}
+
+/// The indexes of a segment: in memory while it is active, mapped once sealed.
+pub(crate) enum SegmentIndex {
+    Active(ActiveIndex),
+    Sealed(Option<Rc<SealedIndex>>),
+}
+
+/// In-memory indexes of the active segment.
+pub(crate) struct ActiveIndex {
+    pub offsets: OffsetIndex,
+    pub times: TimeIndex,
+    /// Entries already written to the index files.
+    pub persisted_offsets: usize,
+    pub persisted_times: usize,
+    /// Log bytes appended since the last offset-index entry.
+    pub bytes_since_entry: u64,
+}
+
+impl ActiveIndex {
+    pub fn empty() -> Self {
+        ActiveIndex {
+            offsets: OffsetIndex::new(),
+            times: TimeIndex::new(),
+            persisted_offsets: 0,
+            persisted_times: 0,
+            bytes_since_entry: u64::MAX,
+        }
+    }
+
+    /// Adds entries for a batch at `position` per the index interval.
+    pub fn record(
+        &mut self,
+        segment_base: u64,
+        header: &BatchHeader,
+        position: u64,
+        max_timestamp_so_far: i64,
+        interval: u64,
+    ) {
+        let batch_len = header.total_len() as u64;
+        if self.bytes_since_entry >= interval {
+            let rel_offset = (header.base_offset as u64 - segment_base) as u32;
+            let _ = self.offsets.append(rel_offset, position as u32);
+            let last_rel = (header.last_offset() as u64 - segment_base) as u32;
+            if self.times.last().is_none_or(|e| max_timestamp_so_far > e.timestamp) {
+                let _ = self.times.maybe_append(max_timestamp_so_far, last_rel);
+            }
+            self.bytes_since_entry = 0;
+        }
+        self.bytes_since_entry = self.bytes_since_entry.saturating_add(batch_len);
+    }
+}
+
+/// A sealed segment's index files, mapped read-only.
+pub(crate) struct SealedIndex {
+    offsets: Option<MappedFile>,
+    times: Option<MappedFile>,
+}
+
+impl SealedIndex {
+    pub async fn load(storage: &Storage, dir: &Path, base_offset: u64) -> Result<Self> {
+        Ok(SealedIndex {
+            offsets: storage.map_file(&index_path(dir, base_offset)).await?,
+            times: storage.map_file(&time_index_path(dir, base_offset)).await?,
+        })
+    }
+
+    fn lookup(&self, rel_offset: u32) -> Option<u64> {
+        let bytes = self.offsets.as_deref()?;
+        OffsetIndexView::new(bytes)
+            .lookup(rel_offset)
+            .map(|e| e.position as u64)
+    }
+
+    /// The last valid time-index entry's timestamp.
+    pub fn last_timestamp(&self) -> Option<i64> {
+        let bytes = self.times.as_deref()?;
+        TimeIndexView::new(bytes).last().map(|e| e.timestamp)
+    }
+}
+
+impl Segment {
+    /// Creates a new, empty active segment file.
+    pub async fn create(storage: &Storage, dir: &Path, base_offset: u64) -> Result<Self> {
+        let file = storage
+            .open_log_file(&log_path(dir, base_offset), true)
+            .await?;
+        Ok(Segment {
+            base_offset,
+            file,
+            size: 0,
+            next_offset: base_offset,
+            max_timestamp: -1,
+            first_append_ms: None,
+            index: SegmentIndex::Active(ActiveIndex::empty()),
+        })
+    }
+
+    /// Accounts for a batch appended at `position`.
+    pub fn record_batch(
+        &mut self,
+        header: &BatchHeader,
+        position: u64,
+        now_ms: i64,
+        config: &LogConfig,
+    ) {
+        self.size = position + header.total_len() as u64;
+        self.next_offset = header.next_offset() as u64;
+        self.max_timestamp = self.max_timestamp.max(header.max_timestamp);
+        self.first_append_ms.get_or_insert(now_ms);
+        if let SegmentIndex::Active(index) = &mut self.index {
+            index.record(
+                self.base_offset,
+                header,
+                position,
+                self.max_timestamp,
+                config.index_interval_bytes,
+            );
+        }
+    }
+
+    /// Where to start reading for `offset`: `Some(position)` from the index, or `None` when
+    /// the sealed index must be loaded first.
+    pub fn index_hint(&self, offset: u64) -> Option<u64> {
+        let rel_offset = offset.saturating_sub(self.base_offset).min(u32::MAX as u64) as u32;
+        match &self.index {
+            SegmentIndex::Active(index) => {
+                Some(index.offsets.lookup(rel_offset).map_or(0, |e| e.position as u64))
+            }
+            SegmentIndex::Sealed(Some(sealed)) => Some(sealed.lookup(rel_offset).unwrap_or(0)),
+            SegmentIndex::Sealed(None) => None,
+        }
+    }
+
+    pub fn install_sealed_index(&mut self, loaded: SealedIndex) {
+        if let SegmentIndex::Sealed(slot @ None) = &mut self.index {
+            *slot = Some(Rc::new(loaded));
+        }
+    }
+
+    /// What must be written so the index files hold every in-memory entry.
+    pub fn index_persist_job(&self) -> IndexPersistJob {
+        let (offsets, times, persisted) = match &self.index {
+            SegmentIndex::Active(index) => (
+                index.offsets.encode_from(index.persisted_offsets),
+                index.times.encode_from(index.persisted_times),
+                (index.offsets.len(), index.times.len()),
+            ),
+            SegmentIndex::Sealed(_) => (Vec::new(), Vec::new(), (0, 0)),
+        };
+        let (start_offsets, start_times) = match &self.index {
+            SegmentIndex::Active(index) => (index.persisted_offsets, index.persisted_times),
+            SegmentIndex::Sealed(_) => (0, 0),
+        };
+        IndexPersistJob {
+            base_offset: self.base_offset,
+            offsets,
+            offsets_position: (start_offsets * OFFSET_INDEX_ENTRY_LEN) as u64,
+            times,
+            times_position: (start_times * TIME_INDEX_ENTRY_LEN) as u64,
+            persisted,
+        }
+    }
+
+    pub fn mark_index_persisted(&mut self, persisted: (usize, usize)) {
+        if let SegmentIndex::Active(index) = &mut self.index {
+            index.persisted_offsets = index.persisted_offsets.max(persisted.0);
+            index.persisted_times = index.persisted_times.max(persisted.1);
+        }
+    }
+
+    /// What sealing this segment takes: exact file size, complete indexes, all synced.
+    pub fn seal_job(&self) -> SealJob {
+        SealJob {
+            file: self.file.clone(),
+            size: self.size,
+            index: self.index_persist_job(),
+        }
+    }
+
+    pub fn mark_sealed(&mut self) {
+        self.index = SegmentIndex::Sealed(None);
+    }
+
+    /// Removes the segment's files.
+    pub async fn delete(self, storage: &Storage, dir: &Path) -> Result<()> {
+        let _ = self.file.close().await;
+        storage.remove(&log_path(dir, self.base_offset)).await?;
+        storage.remove(&index_path(dir, self.base_offset)).await?;
+        storage.remove(&time_index_path(dir, self.base_offset)).await
+    }
+}
+
+/// Index bytes to append to a segment's index files.
+pub(crate) struct IndexPersistJob {
+    base_offset: u64,
+    offsets: Vec<u8>,
+    offsets_position: u64,
+    times: Vec<u8>,
+    times_position: u64,
+    persisted: (usize, usize),
+}
+
+impl IndexPersistJob {
+    /// Writes and fdatasyncs; returns the entry counts now persisted.
+    pub async fn run(self, storage: &Storage, dir: &Path) -> Result<(usize, usize)> {
+        for (path, bytes, position) in [
+            (index_path(dir, self.base_offset), self.offsets, self.offsets_position),
+            (time_index_path(dir, self.base_offset), self.times, self.times_position),
+        ] {
+            let context = format!("writing {}", path.display());
+            let file = storage.open_index_file(&path).await?;
+            // Drop whatever a previous run left past the persisted entries (recovery may
+            // have discarded entries that pointed into a truncated tail).
+            file.truncate(position)
+                .await
+                .map_err(|e| EngineError::io(context.clone(), e))?;
+            if !bytes.is_empty() {
+                file.write_at(bytes, position)
+                    .await
+                    .map_err(|e| EngineError::io(context.clone(), e))?;
+            }
+            file.fdatasync()
+                .await
+                .map_err(|e| EngineError::io(context, e))?;
+        }
+        Ok(self.persisted)
+    }
+}
+
+/// The work of sealing a segment.
+pub(crate) struct SealJob {
+    file: LogFile,
+    size: u64,
+    index: IndexPersistJob,
+}
+
+impl SealJob {
+    pub async fn run(self, storage: &Storage, dir: &Path) -> Result<()> {
+        let context = "sealing a segment";
+        self.file
+            .truncate(self.size)
+            .await
+            .map_err(|e| EngineError::io(context, e))?;
+        self.file
+            .fdatasync()
+            .await
+            .map_err(|e| EngineError::io(context, e))?;
+        self.index.run(storage, dir).await?;
+        Ok(())
+    }
+}
+
+/// Reads whole batches from `file` starting at `start` (an index position at or before the
+/// batch holding `offset`), skipping batches below `offset`, stopping before `upper` or
+/// `readable_end`, at `max_bytes` (but returning at least one batch).
+pub(crate) async fn read_batches(
+    file: &LogFile,
+    start: u64,
+    readable_end: u64,
+    offset: u64,
+    upper: u64,
+    max_bytes: usize,
+) -> std::io::Result<Vec<Bytes>> {
+    const MIN_READ: usize = 64 << 10;
+    let mut position = start;
+    while position < readable_end {
+        let window = (max_bytes.max(MIN_READ) as u64).min(readable_end - position) as usize;
+        let bytes = file.read_at(position, window).await?;
+        let mut cursor = 0usize;
+        let mut wanted: Option<usize> = None;
+        while cursor + batch::BATCH_HEADER_LEN <= bytes.len() {
+            let Ok(header) = BatchHeader::parse(&bytes[cursor..]) else {
+                // Only whole, validated batches lie below the high watermark; anything
+                // else ends the read rather than being served.
+                return Ok(slice_from(&bytes, wanted, cursor));
+            };
+            let total = header.total_len();
+            if header.base_offset as u64 >= upper {
+                return Ok(slice_from(&bytes, wanted, cursor));
+            }
+            if (header.next_offset() as u64) <= offset {
+                cursor += total;
+                continue;
+            }
+            let first = *wanted.get_or_insert(cursor);
+            if cursor + total > bytes.len() || cursor + total - first > max_bytes {
+                if first == cursor {
+                    // The first wanted batch is larger than the window: read exactly it.
+                    let whole = file.read_at(position + cursor as u64, total).await?;
+                    return Ok(if whole.len() == total { vec![whole] } else { vec![] });
+                }
+                return Ok(slice_from(&bytes, wanted, cursor));
+            }
+            cursor += total;
+        }
+        if wanted.is_some() || cursor == 0 {
+            return Ok(slice_from(&bytes, wanted, cursor));
+        }
+        position += cursor as u64;
+    }
+    Ok(Vec::new())
+}
+
+fn slice_from(bytes: &Bytes, first: Option<usize>, end: usize) -> Vec<Bytes> {
+    match first {
+        Some(from) if end > from => vec![bytes.slice(from..end)],
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,534 @@
+//! The file seam: the one place that knows whether a partition's files live on a disk
+//! (glommio direct I/O) or in memory (`--in-memory` and unit tests).
+//!
+//! Everything above this module sees [`Storage`] (a root directory), [`LogFile`] (a segment
+//! written with aligned direct writes) and [`IndexFile`] (a small file written with buffered
+//! writes). Paths are relative to the storage root. Directory listing, small-file writes and
+//! removals are rare (open, checkpoint, roll, retention) and run on glommio's blocking pool
+//! so a shard never blocks; appends, reads and fsyncs go through io_uring.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use glommio::io::{BufferedFile, DmaFile, OpenOptions};
+
+use crate::aligned_buffer::{AlignedBuf, MemoryParts};
+use crate::error::{EngineError, Result};
+
+/// Where partition files live.
+#[derive(Clone, Debug)]
+pub enum Storage {
+    /// A directory on a disk; segments use direct I/O.
+    Disk(Arc<PathBuf>),
+    /// Process memory; nothing survives the process.
+    Memory(MemoryStore),
+}
+
+/// An in-memory file tree, shareable across shards so a partition can move between them.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryStore {
+    files: Arc<Mutex<BTreeMap<PathBuf, MemoryFile>>>,
+}
+
+type MemoryFile = Arc<Mutex<Vec<u8>>>;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave a byte vector half-updated in a way later
+    // readers could misinterpret more than a crash would, so poisoning is ignored.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl MemoryStore {
+    fn get(&self, path: &Path) -> Option<MemoryFile> {
+        lock(&self.files).get(path).cloned()
+    }
+
+    fn get_or_create(&self, path: &Path) -> MemoryFile {
+        lock(&self.files)
+            .entry(path.to_path_buf())
+            .or_default()
+            .clone()
+    }
+
+    /// Total bytes held, for tests and metrics.
+    pub fn total_bytes(&self) -> usize {
+        lock(&self.files).values().map(|f| lock(f).len()).sum()
+    }
+}
+
+async fn blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    glommio::executor().spawn_blocking(f).await
+}
+
+impl Storage {
+    /// Storage rooted at a directory on disk.
+    pub fn disk(root: impl Into<PathBuf>) -> Self {
+        Storage::Disk(Arc::new(root.into()))
+    }
+
+    /// Fresh, empty in-memory storage.
+    pub fn memory() -> Self {
+        Storage::Memory(MemoryStore::default())
+    }
+
+    /// True for the in-memory storage.
+    pub fn is_memory(&self) -> bool {
+        matches!(self, Storage::Memory(_))
+    }
+
+    fn absolute(&self, relative: &Path) -> PathBuf {
+        match self {
+            Storage::Disk(root) => root.join(relative),
+            Storage::Memory(_) => relative.to_path_buf(),
+        }
+    }
+
+    /// Creates a directory and its parents, fsyncing each parent that gained an entry.
+    pub async fn create_dir_all(&self, relative: &Path) -> Result<()> {
+        let Storage::Disk(_) = self else {
+            return Ok(());
+        };
+        let path = self.absolute(relative);
+        blocking(move || create_dir_all_durable(&path))
+            .await
+            .map_err(|e| EngineError::io(format!("creating {}", relative.display()), e))
+    }
+
+    /// Names of the entries of a directory (empty when it does not exist).
+    pub async fn list_dir(&self, relative: &Path) -> Result<Vec<String>> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("listing {}", relative.display());
+                blocking(move || -> std::io::Result<Vec<String>> {
+                    let entries = match std::fs::read_dir(&path) {
+                        Ok(entries) => entries,
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+                        Err(e) => return Err(e),
+                    };
+                    let mut names = Vec::new();
+                    for entry in entries {
+                        names.push(entry?.file_name().to_string_lossy().into_owned());
+                    }
+                    Ok(names)
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                let files = lock(&store.files);
+                let mut names: Vec<String> = files
+                    .keys()
+                    .filter(|p| p.parent() == Some(relative))
+                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect();
+                // Directories are implicit in memory: report child directories too.
+                for path in files.keys() {
+                    if let Ok(rest) = path.strip_prefix(relative) {
+                        let mut parts = rest.components();
+                        if let (Some(first), Some(_)) = (parts.next(), parts.next()) {
+                            let name = first.as_os_str().to_string_lossy().into_owned();
+                            if !names.contains(&name) {
+                                names.push(name);
+                            }
+                        }
+                    }
+                }
+                Ok(names)
+            }
+        }
+    }
+
+    /// Reads a whole small file; `None` when it does not exist.
+    pub async fn read_small(&self, relative: &Path) -> Result<Option<Vec<u8>>> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("reading {}", relative.display());
+                blocking(move || match std::fs::read(&path) {
+                    Ok(bytes) => Ok(Some(bytes)),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(e),
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => Ok(store.get(relative).map(|f| lock(&f).clone())),
+        }
+    }
+
+    /// Replaces a small file atomically and durably: write a temporary file, fsync it,
+    /// rename it over the target, fsync the directory. A crash leaves the old or the new
+    /// content, never a mix.
+    pub async fn write_small_durable(&self, relative: &Path, bytes: Vec<u8>) -> Result<()> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("writing {}", relative.display());
+                blocking(move || write_atomic(&path, &bytes))
+                    .await
+                    .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                let file = store.get_or_create(relative);
+                *lock(&file) = bytes;
+                Ok(())
+            }
+        }
+    }
+
+    /// Removes a file; a missing file is not an error.
+    pub async fn remove(&self, relative: &Path) -> Result<()> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("removing {}", relative.display());
+                blocking(move || match std::fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                    _ => Ok(()),
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                lock(&store.files).remove(relative);
+                Ok(())
+            }
+        }
+    }
+
+    /// Removes a directory and everything below it.
+    pub async fn remove_dir_all(&self, relative: &Path) -> Result<()> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("removing {}", relative.display());
+                blocking(move || match std::fs::remove_dir_all(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                    _ => Ok(()),
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                lock(&store.files).retain(|path, _| !path.starts_with(relative));
+                Ok(())
+            }
+        }
+    }
+
+    /// Fsyncs a directory so that entries created or removed in it are durable.
+    pub async fn sync_dir(&self, relative: &Path) -> Result<()> {
+        let Storage::Disk(_) = self else {
+            return Ok(());
+        };
+        let path = self.absolute(relative);
+        let context = format!("syncing directory {}", relative.display());
+        blocking(move || std::fs::File::open(&path)?.sync_all())
+            .await
+            .map_err(|e| EngineError::io(context, e))
+    }
+
+    /// Opens (or creates) a segment file for direct I/O.
+    pub async fn open_log_file(&self, relative: &Path, create: bool) -> Result<LogFile> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(create)
+                    .dma_open(&path)
+                    .await
+                    .map_err(|e| EngineError::io(format!("opening {}", relative.display()), e))?;
+                Ok(LogFile::Dma(Rc::new(file)))
+            }
+            Storage::Memory(store) => {
+                let file = if create {
+                    Some(store.get_or_create(relative))
+                } else {
+                    store.get(relative)
+                };
+                file.map(LogFile::Memory).ok_or_else(|| {
+                    EngineError::io(
+                        format!("opening {}", relative.display()),
+                        std::io::Error::from(std::io::ErrorKind::NotFound),
+                    )
+                })
+            }
+        }
+    }
+
+    /// Opens (or creates) an index file for buffered writes.
+    pub async fn open_index_file(&self, relative: &Path) -> Result<IndexFile> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .buffered_open(&path)
+                    .await
+                    .map_err(|e| EngineError::io(format!("opening {}", relative.display()), e))?;
+                Ok(IndexFile::Buffered(Rc::new(file)))
+            }
+            Storage::Memory(store) => Ok(IndexFile::Memory(store.get_or_create(relative))),
+        }
+    }
+
+    /// Maps a whole file read-only (an index of a sealed segment); `None` when missing.
+    pub async fn map_file(&self, relative: &Path) -> Result<Option<MappedFile>> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("mapping {}", relative.display());
+                blocking(move || -> std::io::Result<Option<MappedFile>> {
+                    let file = match std::fs::File::open(&path) {
+                        Ok(file) => file,
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                        Err(e) => return Err(e),
+                    };
+                    if file.metadata()?.len() == 0 {
+                        return Ok(Some(MappedFile::Owned(Vec::new())));
+                    }
+                    // SAFETY: index files are only ever appended to by this process while
+                    // their segment is active, and only mapped once it is sealed; a
+                    // concurrent truncation by another process is outside the contract.
+                    let map = unsafe { memmap2::Mmap::map(&file)? };
+                    Ok(Some(MappedFile::Mapped(map)))
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => Ok(store
+                .get(relative)
+                .map(|f| MappedFile::Owned(lock(&f).clone()))),
+        }
+    }
+}
+
+fn create_dir_all_durable(path: &Path) -> std::io::Result<()> {
+    if path.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        create_dir_all_durable(parent)?;
+    }
+    match std::fs::create_dir(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::File::open(parent)?.sync_all()?;
+    }
+    Ok(())
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(".tmp");
+    let tmp = PathBuf::from(tmp_name);
+    {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(parent) = path.parent() {
+        std::fs::File::open(parent)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// A segment file: aligned direct writes, reads at any position, fdatasync.
+#[derive(Clone)]
+pub enum LogFile {
+    /// A glommio DMA file.
+    Dma(Rc<DmaFile>),
+    /// An in-memory file.
+    Memory(MemoryFile),
+}
+
+impl LogFile {
+    /// A write buffer of at least `capacity` bytes (rounded up to whole pages).
+    pub fn alloc_buffer(&self, capacity: usize) -> AlignedBuf {
+        let capacity = crate::aligned_buffer::align_up(capacity.max(1) as u64) as usize;
+        match self {
+            LogFile::Dma(file) => AlignedBuf::dma(file.alloc_dma_buffer(capacity)),
+            LogFile::Memory(_) => AlignedBuf::heap(capacity),
+        }
+    }
+
+    /// Writes the buffer's whole pages at an aligned position.
+    pub async fn write_at(&self, mut buffer: AlignedBuf, position: u64) -> std::io::Result<()> {
+        buffer.prepare_for_write();
+        let write_len = buffer.write_len();
+        match (self, buffer.into_memory()) {
+            (LogFile::Dma(file), MemoryParts::Dma(dma)) => {
+                let written = file.write_at(dma, position).await?;
+                if written != write_len {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        format!("short direct write: {written} of {write_len} bytes"),
+                    ));
+                }
+                Ok(())
+            }
+            (LogFile::Memory(file), MemoryParts::Heap(bytes)) => {
+                let mut data = lock(file);
+                let start = position as usize;
+                let end = start + write_len;
+                if data.len() < end {
+                    data.resize(end, 0);
+                }
+                data[start..end].copy_from_slice(&bytes[..write_len]);
+                Ok(())
+            }
+            _ => Err(std::io::Error::other(
+                "write buffer does not belong to this kind of file",
+            )),
+        }
+    }
+
+    /// Reads up to `len` bytes at `position` (fewer at the end of the file).
+    pub async fn read_at(&self, position: u64, len: usize) -> std::io::Result<Bytes> {
+        match self {
+            LogFile::Dma(file) => {
+                let result = file.read_at(position, len).await?;
+                Ok(Bytes::copy_from_slice(&result))
+            }
+            LogFile::Memory(file) => {
+                let data = lock(file);
+                let start = (position as usize).min(data.len());
+                let end = start.saturating_add(len).min(data.len());
+                Ok(Bytes::copy_from_slice(&data[start..end]))
+            }
+        }
+    }
+
+    /// Makes every completed write durable.
+    pub async fn fdatasync(&self) -> std::io::Result<()> {
+        match self {
+            LogFile::Dma(file) => Ok(file.fdatasync().await?),
+            LogFile::Memory(_) => Ok(()),
+        }
+    }
+
+    /// Cuts the file to `size` bytes.
+    pub async fn truncate(&self, size: u64) -> std::io::Result<()> {
+        match self {
+            LogFile::Dma(file) => Ok(file.truncate(size).await?),
+            LogFile::Memory(file) => {
+                lock(file).truncate(size as usize);
+                Ok(())
+            }
+        }
+    }
+
+    /// Reserves disk blocks up to `size` without changing the file size, so that later
+    /// writes and fdatasyncs rarely need block allocation.
+    pub async fn preallocate(&self, size: u64) -> std::io::Result<()> {
+        match self {
+            LogFile::Dma(file) => Ok(file.pre_allocate(size, true).await?),
+            LogFile::Memory(_) => Ok(()),
+        }
+    }
+
+    /// The file's size in bytes.
+    pub async fn size(&self) -> std::io::Result<u64> {
+        match self {
+            LogFile::Dma(file) => Ok(file.file_size().await?),
+            LogFile::Memory(file) => Ok(lock(file).len() as u64),
+        }
+    }
+
+    /// Closes the file (the descriptor goes when the last clone is dropped).
+    pub async fn close(self) -> std::io::Result<()> {
+        match self {
+            LogFile::Dma(file) => {
+                file.close_rc().await?;
+                Ok(())
+            }
+            LogFile::Memory(_) => Ok(()),
+        }
+    }
+}
+
+/// A small file written with buffered writes (segment indexes).
+#[derive(Clone)]
+pub enum IndexFile {
+    /// A glommio buffered file.
+    Buffered(Rc<BufferedFile>),
+    /// An in-memory file.
+    Memory(MemoryFile),
+}
+
+impl IndexFile {
+    /// Writes `bytes` at `position`.
+    pub async fn write_at(&self, bytes: Vec<u8>, position: u64) -> std::io::Result<()> {
+        match self {
+            IndexFile::Buffered(file) => {
+                let len = bytes.len();
+                let written = file.write_at(bytes, position).await?;
+                if written != len {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        "short index write",
+                    ));
+                }
+                Ok(())
+            }
+            IndexFile::Memory(file) => {
+                let mut data = lock(file);
+                let start = position as usize;
+                if data.len() < start + bytes.len() {
+                    data.resize(start + bytes.len(), 0);
+                }
+                data[start..start + bytes.len()].copy_from_slice(&bytes);
+                Ok(())
+            }
+        }
+    }
+
+    /// Cuts the file to `size` bytes.
+    pub async fn truncate(&self, size: u64) -> std::io::Result<()> {
+        match self {
+            IndexFile::Buffered(file) => Ok(file.truncate(size).await?),
+            IndexFile::Memory(file) => {
+                lock(file).truncate(size as usize);
+                Ok(())
+            }
+        }
+    }
+
+    /// Makes completed writes durable.
+    pub async fn fdatasync(&self) -> std::io::Result<()> {
+        match self {
+            IndexFile::Buffered(file) => Ok(file.fdatasync().await?),
+            IndexFile::Memory(_) => Ok(()),
+        }
+    }
+}
+
+/// A read-only view of a whole file.
+pub enum MappedFile {
+    /// A memory map of a file on disk.
+    Mapped(memmap2::Mmap),
+    /// A copy (in-memory storage, or an empty file, which cannot be mapped).
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for MappedFile {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            MappedFile::Mapped(map) => map,
+            MappedFile::Owned(bytes) => bytes,
+        }
+    }
+}
