@@ -6,6 +6,7 @@ pub mod aligned_buffer;
 pub mod batch;
 pub mod checkpoint;
 pub mod config;
+pub mod dma_probe;
 pub mod error;
 pub mod leader_epoch;
 pub mod log;

@@ -365,9 +365,11 @@ impl PartitionLog {
                 duplicate: true,
                 log_start_offset: state.log_start_offset,
             })),
-            Some(_) => Err(EngineError::InvalidBatch(batch::BatchError::InvalidRecords(
-                "a retried batch cannot share a request with new batches",
-            ))),
+            Some(_) => Err(EngineError::InvalidBatch(
+                batch::BatchError::InvalidRecords(
+                    "a retried batch cannot share a request with new batches",
+                ),
+            )),
             None => Ok(None),
         }
     }
@@ -419,7 +421,13 @@ impl PartitionLog {
                 self.poison(&e);
                 return Err(e);
             }
-            if let Some(segment) = self.shared.state.borrow_mut().segments.get_mut(&sealed_base) {
+            if let Some(segment) = self
+                .shared
+                .state
+                .borrow_mut()
+                .segments
+                .get_mut(&sealed_base)
+            {
                 segment.mark_sealed();
             }
         }
@@ -488,7 +496,11 @@ impl PartitionLog {
         let (plan, offset, segment_base) = {
             let mut state = self.shared.state.borrow_mut();
             let segment_base = state.active().map(|s| s.base_offset).unwrap_or_default();
-            (state.appender.begin_flush(), state.next_offset, segment_base)
+            (
+                state.appender.begin_flush(),
+                state.next_offset,
+                segment_base,
+            )
         };
         let position = plan.end;
         let result = plan.execute().await;
@@ -588,10 +600,16 @@ impl PartitionLog {
             Some(position) => position,
             None => self.lookup_sealed_position(segment_base, offset).await?,
         };
-        let chunks =
-            segment::read_batches(&file, start, readable_end, offset, high_watermark, max_bytes)
-                .await
-                .map_err(|e| EngineError::io("reading a segment", e))?;
+        let chunks = segment::read_batches(
+            &file,
+            start,
+            readable_end,
+            offset,
+            high_watermark,
+            max_bytes,
+        )
+        .await
+        .map_err(|e| EngineError::io("reading a segment", e))?;
         Ok(FetchedRecords {
             chunks,
             high_watermark,
@@ -601,8 +619,9 @@ impl PartitionLog {
 
     /// Loads a sealed segment's index on first use and looks `offset` up in it.
     async fn lookup_sealed_position(&self, segment_base: u64, offset: u64) -> Result<u64> {
-        let loaded = segment::SealedIndex::load(&self.shared.storage, &self.shared.dir, segment_base)
-            .await?;
+        let loaded =
+            segment::SealedIndex::load(&self.shared.storage, &self.shared.dir, segment_base)
+                .await?;
         let mut state = self.shared.state.borrow_mut();
         match state.segments.get_mut(&segment_base) {
             Some(segment) => {
@@ -639,7 +658,8 @@ impl PartitionLog {
                         let header = scanned.header;
                         let next = header.next_offset() as u64;
                         if header.max_timestamp >= timestamp && next > offset {
-                            let batch_bytes = &chunk[scanned.position as usize..][..scanned.total_len];
+                            let batch_bytes =
+                                &chunk[scanned.position as usize..][..scanned.total_len];
                             let found = batch::first_offset_at_or_after(batch_bytes, timestamp)
                                 .unwrap_or(header.base_offset)
                                 .max(offset as i64);
@@ -696,9 +716,9 @@ impl PartitionLog {
                 {
                     break;
                 }
-                let expired = config.retention_age.is_some_and(|age| {
-                    segment.max_timestamp < now_ms - age.as_millis() as i64
-                });
+                let expired = config
+                    .retention_age
+                    .is_some_and(|age| segment.max_timestamp < now_ms - age.as_millis() as i64);
                 let oversized = config
                     .retention_bytes
                     .is_some_and(|limit| total.saturating_sub(segment.size) >= limit);
@@ -738,7 +758,9 @@ impl PartitionLog {
         };
         let count = doomed.len();
         for segment in doomed {
-            segment.delete(&self.shared.storage, &self.shared.dir).await?;
+            segment
+                .delete(&self.shared.storage, &self.shared.dir)
+                .await?;
         }
         Ok(count)
     }

@@ -129,13 +129,19 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         (Some(p), Some((snapshot_offset, _))) if *snapshot_offset == p.offset => {
             (segment_holding(&bases, p.offset), p.position, p.offset)
         }
-        (Some(_), Some((snapshot_offset, _))) => {
-            (segment_holding(&bases, *snapshot_offset), 0, *snapshot_offset)
-        }
+        (Some(_), Some((snapshot_offset, _))) => (
+            segment_holding(&bases, *snapshot_offset),
+            0,
+            *snapshot_offset,
+        ),
         _ => (first_base, 0, first_base),
     };
     let mut producers = snapshot.map(|(_, table)| table).unwrap_or_default();
-    let scan_start_offset = if scan_position == 0 { scan_segment } else { replay_from };
+    let scan_start_offset = if scan_position == 0 {
+        scan_segment
+    } else {
+        replay_from
+    };
     epochs.truncate_from(scan_start_offset);
 
     let mut state_segments = std::collections::BTreeMap::new();
@@ -144,7 +150,9 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     let mut truncated_at: Option<usize> = None;
 
     for (i, &base) in bases.iter().enumerate() {
-        let file = storage.open_log_file(&segment::log_path(dir, base), false).await?;
+        let file = storage
+            .open_log_file(&segment::log_path(dir, base), false)
+            .await?;
         let file_size = file
             .size()
             .await
@@ -176,7 +184,11 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             truncated_at = Some(i);
             break;
         }
-        let start = if base == scan_segment { scan_position.min(file_size) } else { 0 };
+        let start = if base == scan_segment {
+            scan_position.min(file_size)
+        } else {
+            0
+        };
         let mut index = if start > 0 {
             existing_index_prefix(storage, dir, base, start).await?
         } else {
@@ -318,10 +330,15 @@ async fn existing_index_prefix(
     let mut index = ActiveIndex::empty();
     if let Some(bytes) = storage.map_file(&segment::index_path(dir, base)).await? {
         index.offsets = OffsetIndex::from_bytes(&bytes);
-        index.offsets.truncate_to_position(position.min(u32::MAX as u64) as u32);
+        index
+            .offsets
+            .truncate_to_position(position.min(u32::MAX as u64) as u32);
     }
     let last_rel = index.offsets.last().map(|e| e.rel_offset);
-    if let Some(bytes) = storage.map_file(&segment::time_index_path(dir, base)).await? {
+    if let Some(bytes) = storage
+        .map_file(&segment::time_index_path(dir, base))
+        .await?
+    {
         index.times = TimeIndex::from_bytes(&bytes);
         match last_rel {
             Some(rel) => index.times.truncate_to_offset(rel),

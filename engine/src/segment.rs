@@ -105,7 +105,11 @@ impl ActiveIndex {
             let rel_offset = (header.base_offset as u64 - segment_base) as u32;
             let _ = self.offsets.append(rel_offset, position as u32);
             let last_rel = (header.last_offset() as u64 - segment_base) as u32;
-            if self.times.last().is_none_or(|e| max_timestamp_so_far > e.timestamp) {
+            if self
+                .times
+                .last()
+                .is_none_or(|e| max_timestamp_so_far > e.timestamp)
+            {
                 let _ = self.times.maybe_append(max_timestamp_so_far, last_rel);
             }
             self.bytes_since_entry = 0;
@@ -187,9 +191,12 @@ impl Segment {
     pub fn index_hint(&self, offset: u64) -> Option<u64> {
         let rel_offset = offset.saturating_sub(self.base_offset).min(u32::MAX as u64) as u32;
         match &self.index {
-            SegmentIndex::Active(index) => {
-                Some(index.offsets.lookup(rel_offset).map_or(0, |e| e.position as u64))
-            }
+            SegmentIndex::Active(index) => Some(
+                index
+                    .offsets
+                    .lookup(rel_offset)
+                    .map_or(0, |e| e.position as u64),
+            ),
             SegmentIndex::Sealed(Some(sealed)) => Some(sealed.lookup(rel_offset).unwrap_or(0)),
             SegmentIndex::Sealed(None) => None,
         }
@@ -250,7 +257,9 @@ impl Segment {
         let _ = self.file.close().await;
         storage.remove(&log_path(dir, self.base_offset)).await?;
         storage.remove(&index_path(dir, self.base_offset)).await?;
-        storage.remove(&time_index_path(dir, self.base_offset)).await
+        storage
+            .remove(&time_index_path(dir, self.base_offset))
+            .await
     }
 }
 
@@ -268,8 +277,16 @@ impl IndexPersistJob {
     /// Writes and fdatasyncs; returns the entry counts now persisted.
     pub async fn run(self, storage: &Storage, dir: &Path) -> Result<(usize, usize)> {
         for (path, bytes, position) in [
-            (index_path(dir, self.base_offset), self.offsets, self.offsets_position),
-            (time_index_path(dir, self.base_offset), self.times, self.times_position),
+            (
+                index_path(dir, self.base_offset),
+                self.offsets,
+                self.offsets_position,
+            ),
+            (
+                time_index_path(dir, self.base_offset),
+                self.times,
+                self.times_position,
+            ),
         ] {
             let context = format!("writing {}", path.display());
             let file = storage.open_index_file(&path).await?;
@@ -351,7 +368,11 @@ pub(crate) async fn read_batches(
                 if first == cursor {
                     // The first wanted batch is larger than the window: read exactly it.
                     let whole = file.read_at(position + cursor as u64, total).await?;
-                    return Ok(if whole.len() == total { vec![whole] } else { vec![] });
+                    return Ok(if whole.len() == total {
+                        vec![whole]
+                    } else {
+                        vec![]
+                    });
                 }
                 return Ok(slice_from(&bytes, wanted, cursor));
             }

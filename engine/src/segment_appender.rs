@@ -90,7 +90,12 @@ impl FlushPlan {
         if let Some(e) = first_error {
             return Err(e);
         }
-        if let Some(end) = self.writes.iter().map(|(b, p)| p + b.write_len() as u64).max() {
+        if let Some(end) = self
+            .writes
+            .iter()
+            .map(|(b, p)| p + b.write_len() as u64)
+            .max()
+        {
             self.preallocation.ensure(&self.file, end).await?;
         }
         // Issue every write before awaiting any, so the device sees them together.

@@ -38,7 +38,9 @@ type MemoryFile = Arc<Mutex<Vec<u8>>>;
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock cannot leave a byte vector half-updated in a way later
     // readers could misinterpret more than a crash would, so poisoning is ignored.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl MemoryStore {

@@ -141,8 +141,7 @@ pub fn encode_response<R: ApiMessage>(correlation_id: i32, version: i16, body: &
     let mut enc = Encoder::with_capacity(256);
     enc.put_i32(0);
     enc.put_i32(correlation_id);
-    let flexible_header =
-        R::API_KEY != api_versions::API_VERSIONS_KEY && R::is_flexible(version);
+    let flexible_header = R::API_KEY != api_versions::API_VERSIONS_KEY && R::is_flexible(version);
     if flexible_header {
         enc.put_uvarint(0);
     }
@@ -170,8 +169,8 @@ pub fn decode_response(
     version: i16,
     mut frame: Bytes,
 ) -> Result<(i32, Response), DecodeError> {
-    let range = versions::lookup(api_key)
-        .ok_or(DecodeError::UnsupportedVersion { api_key, version })?;
+    let range =
+        versions::lookup(api_key).ok_or(DecodeError::UnsupportedVersion { api_key, version })?;
     let correlation_id = read_i32(&mut frame)?;
     if versions::response_header_version(range, version) == 1 {
         skip_tagged_fields(&mut frame)?;

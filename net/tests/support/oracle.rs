@@ -32,7 +32,9 @@ fn tokenize(text: &str) -> Vec<Tok> {
                 i += 1;
             }
             i += 1;
-            out.push(Tok::Quoted(chars[start..i.min(chars.len())].iter().collect()));
+            out.push(Tok::Quoted(
+                chars[start..i.min(chars.len())].iter().collect(),
+            ));
         } else if "{}()[],:".contains(c) {
             out.push(Tok::Punct(c));
             i += 1;
@@ -113,8 +115,10 @@ impl Parser {
                         }
                     }
                     fields.sort();
-                    let body: Vec<String> =
-                        fields.into_iter().map(|(n, v)| format!("{n}: {v}")).collect();
+                    let body: Vec<String> = fields
+                        .into_iter()
+                        .map(|(n, v)| format!("{n}: {v}"))
+                        .collect();
                     Some(format!("{{{}}}", body.join(", ")))
                 } else if self.eat('(') {
                     let mut items = Vec::new();
