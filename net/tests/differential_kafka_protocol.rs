@@ -193,6 +193,28 @@ macro_rules! differential {
 differential! {
     produce: produce::ProduceRequest, produce::ProduceResponse, kp::ProduceRequest;
     fetch: fetch::FetchRequest, fetch::FetchResponse, kp::FetchRequest;
+    list_offsets: list_offsets::ListOffsetsRequest, list_offsets::ListOffsetsResponse,
+        kp::ListOffsetsRequest;
+    metadata: metadata::MetadataRequest, metadata::MetadataResponse, kp::MetadataRequest;
     api_versions: api_versions::ApiVersionsRequest, api_versions::ApiVersionsResponse,
         kp::ApiVersionsRequest;
+    create_topics: create_topics::CreateTopicsRequest, create_topics::CreateTopicsResponse,
+        kp::CreateTopicsRequest;
+    delete_topics: delete_topics::DeleteTopicsRequest, delete_topics::DeleteTopicsResponse,
+        kp::DeleteTopicsRequest;
+    delete_records: delete_records::DeleteRecordsRequest, delete_records::DeleteRecordsResponse,
+        kp::DeleteRecordsRequest;
+    init_producer_id: init_producer_id::InitProducerIdRequest,
+        init_producer_id::InitProducerIdResponse, kp::InitProducerIdRequest;
+    offset_for_leader_epoch: offset_for_leader_epoch::OffsetForLeaderEpochRequest,
+        offset_for_leader_epoch::OffsetForLeaderEpochResponse, kp::OffsetForLeaderEpochRequest;
+    describe_configs: describe_configs::DescribeConfigsRequest,
+        describe_configs::DescribeConfigsResponse, kp::DescribeConfigsRequest;
+    create_partitions: create_partitions::CreatePartitionsRequest,
+        create_partitions::CreatePartitionsResponse, kp::CreatePartitionsRequest;
+    incremental_alter_configs: incremental_alter_configs::IncrementalAlterConfigsRequest,
+        incremental_alter_configs::IncrementalAlterConfigsResponse,
+        kp::IncrementalAlterConfigsRequest;
+    describe_cluster: describe_cluster::DescribeClusterRequest,
+        describe_cluster::DescribeClusterResponse, kp::DescribeClusterRequest;
 }

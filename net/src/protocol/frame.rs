@@ -332,5 +332,22 @@ macro_rules! apis {
 apis! {
     Produce => produce::ProduceRequest, produce::ProduceResponse;
     Fetch => fetch::FetchRequest, fetch::FetchResponse;
+    ListOffsets => list_offsets::ListOffsetsRequest, list_offsets::ListOffsetsResponse;
+    Metadata => metadata::MetadataRequest, metadata::MetadataResponse;
     ApiVersions => api_versions::ApiVersionsRequest, api_versions::ApiVersionsResponse;
+    CreateTopics => create_topics::CreateTopicsRequest, create_topics::CreateTopicsResponse;
+    DeleteTopics => delete_topics::DeleteTopicsRequest, delete_topics::DeleteTopicsResponse;
+    DeleteRecords => delete_records::DeleteRecordsRequest, delete_records::DeleteRecordsResponse;
+    InitProducerId => init_producer_id::InitProducerIdRequest,
+        init_producer_id::InitProducerIdResponse;
+    OffsetForLeaderEpoch => offset_for_leader_epoch::OffsetForLeaderEpochRequest,
+        offset_for_leader_epoch::OffsetForLeaderEpochResponse;
+    DescribeConfigs => describe_configs::DescribeConfigsRequest,
+        describe_configs::DescribeConfigsResponse;
+    CreatePartitions => create_partitions::CreatePartitionsRequest,
+        create_partitions::CreatePartitionsResponse;
+    IncrementalAlterConfigs => incremental_alter_configs::IncrementalAlterConfigsRequest,
+        incremental_alter_configs::IncrementalAlterConfigsResponse;
+    DescribeCluster => describe_cluster::DescribeClusterRequest,
+        describe_cluster::DescribeClusterResponse;
 }

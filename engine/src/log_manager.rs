@@ -1,0 +1,282 @@
+//! All partition logs open on one shard.
+//!
+//! The cluster moves partitions between shards and brokers at run time, so logs are opened,
+//! closed and recovered on demand: [`LogManager::open`] recovers a partition from its files
+//! (whoever wrote them last), [`LogManager::close`] flushes and checkpoints it so another
+//! shard can open it quickly. A [`LogManager`] is `!Send` and lives on its shard; the
+//! storage it wraps may be shared by every shard.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_channel::oneshot;
+
+use crate::config::LogConfig;
+use crate::error::{EngineError, Result};
+use crate::log::PartitionLog;
+use crate::storage::Storage;
+
+/// A topic partition, as the engine names it on disk: `topics/<topic>/<partition>`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PartitionId {
+    /// Topic name; Kafka's legal characters only (`[A-Za-z0-9._-]`, not `.` or `..`).
+    pub topic: Arc<str>,
+    /// Partition number (≥ 0).
+    pub partition: i32,
+}
+
+impl PartitionId {
+    /// A partition id.
+    pub fn new(topic: impl Into<Arc<str>>, partition: i32) -> Self {
+        PartitionId {
+            topic: topic.into(),
+            partition,
+        }
+    }
+
+    /// The partition's directory relative to the storage root, refusing names that could
+    /// escape it.
+    pub fn dir(&self) -> Result<PathBuf> {
+        if !is_legal_topic_name(&self.topic) || self.partition < 0 {
+            return Err(EngineError::Corrupt {
+                what: "partition id".into(),
+                detail: format!("illegal topic partition {self}"),
+            });
+        }
+        Ok(topic_dir(&self.topic).join(self.partition.to_string()))
+    }
+}
+
+impl fmt::Display for PartitionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
+
+/// Kafka's rule for topic names: 1–249 characters of `[A-Za-z0-9._-]`, not `.` or `..`.
+pub fn is_legal_topic_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 249
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+/// The directory holding a topic's partitions, relative to the storage root.
+pub fn topic_dir(topic: &str) -> PathBuf {
+    PathBuf::from("topics").join(topic)
+}
+
+enum Slot {
+    /// Recovery is running; these wait for it.
+    Opening(Vec<oneshot::Sender<()>>),
+    Open(PartitionLog),
+}
+
+/// The open logs of one shard.
+pub struct LogManager {
+    storage: Storage,
+    slots: RefCell<HashMap<PartitionId, Slot>>,
+    checkpointed_at: RefCell<HashMap<PartitionId, u64>>,
+}
+
+impl LogManager {
+    /// A manager over `storage` with nothing open.
+    pub fn new(storage: Storage) -> Self {
+        LogManager {
+            storage,
+            slots: RefCell::new(HashMap::new()),
+            checkpointed_at: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The storage logs live in.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// The open log of a partition, if any.
+    pub fn get(&self, id: &PartitionId) -> Option<PartitionLog> {
+        match self.slots.borrow().get(id) {
+            Some(Slot::Open(log)) => Some(log.clone()),
+            _ => None,
+        }
+    }
+
+    /// Ids of the open partitions.
+    pub fn open_partitions(&self) -> Vec<PartitionId> {
+        self.slots
+            .borrow()
+            .iter()
+            .filter(|(_, slot)| matches!(slot, Slot::Open(_)))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// Opens (recovering it) or returns the already open log. Concurrent calls for the same
+    /// partition share one recovery.
+    pub async fn open(&self, id: &PartitionId, config: LogConfig) -> Result<PartitionLog> {
+        let dir = id.dir()?;
+        loop {
+            let waiter = {
+                let mut slots = self.slots.borrow_mut();
+                match slots.get_mut(id) {
+                    Some(Slot::Open(log)) => return Ok(log.clone()),
+                    Some(Slot::Opening(waiters)) => {
+                        let (sender, receiver) = oneshot::channel();
+                        waiters.push(sender);
+                        Some(receiver)
+                    }
+                    None => {
+                        slots.insert(id.clone(), Slot::Opening(Vec::new()));
+                        None
+                    }
+                }
+            };
+            match waiter {
+                Some(receiver) => {
+                    let _ = receiver.await;
+                }
+                None => break,
+            }
+        }
+        let result = PartitionLog::open(&self.storage, &dir, config).await;
+        let waiters = {
+            let mut slots = self.slots.borrow_mut();
+            let previous = match &result {
+                Ok(log) => slots.insert(id.clone(), Slot::Open(log.clone())),
+                Err(_) => slots.remove(id),
+            };
+            match previous {
+                Some(Slot::Opening(waiters)) => waiters,
+                _ => Vec::new(),
+            }
+        };
+        for waiter in waiters {
+            let _ = waiter.send(());
+        }
+        if let Ok(log) = &result {
+            self.checkpointed_at
+                .borrow_mut()
+                .insert(id.clone(), log.offsets().log_end_offset);
+        }
+        result
+    }
+
+    /// Flushes, checkpoints and closes a partition (so another shard or broker can take it).
+    pub async fn close(&self, id: &PartitionId) -> Result<()> {
+        let log = match self.slots.borrow_mut().remove(id) {
+            Some(Slot::Open(log)) => log,
+            Some(opening @ Slot::Opening(_)) => {
+                self.slots.borrow_mut().insert(id.clone(), opening);
+                return Ok(());
+            }
+            None => return Ok(()),
+        };
+        self.checkpointed_at.borrow_mut().remove(id);
+        log.close().await
+    }
+
+    /// Closes a partition and removes its files.
+    pub async fn delete(&self, id: &PartitionId) -> Result<()> {
+        let dir = id.dir()?;
+        // A poisoned log cannot checkpoint; its files go anyway.
+        let _ = self.close(id).await;
+        self.storage.remove_dir_all(&dir).await?;
+        if let Some(parent) = dir.parent() {
+            self.storage.sync_dir(parent).await?;
+        }
+        Ok(())
+    }
+
+    /// Removes a topic's directory once all its partitions are deleted.
+    pub async fn remove_topic_dir(&self, topic: &str) -> Result<()> {
+        if !is_legal_topic_name(topic) {
+            return Ok(());
+        }
+        self.storage.remove_dir_all(&topic_dir(topic)).await
+    }
+
+    /// Closes every open partition; returns the first error after trying them all.
+    pub async fn close_all(&self) -> Result<()> {
+        let mut first_error = None;
+        for id in self.open_partitions() {
+            if let Err(error) = self.close(&id).await {
+                tracing::error!(partition = %id, %error, "closing partition");
+                first_error.get_or_insert(error);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// One maintenance pass over every open log: roll segments past `segment.ms`, enforce
+    /// retention, and checkpoint logs that grew since their last checkpoint.
+    pub async fn maintain(&self, now_ms: i64) {
+        for id in self.open_partitions() {
+            let Some(log) = self.get(&id) else { continue };
+            if log.is_poisoned() {
+                continue;
+            }
+            if let Err(error) = log.roll_if_aged(now_ms).await {
+                tracing::warn!(partition = %id, %error, "age roll failed");
+            }
+            if let Err(error) = log.enforce_retention(now_ms).await {
+                tracing::warn!(partition = %id, %error, "retention failed");
+            }
+            let end = log.offsets().log_end_offset;
+            let last = self.checkpointed_at.borrow().get(&id).copied();
+            if last != Some(end) {
+                match log.checkpoint().await {
+                    Ok(()) => {
+                        self.checkpointed_at.borrow_mut().insert(id.clone(), end);
+                    }
+                    Err(error) => tracing::warn!(partition = %id, %error, "checkpoint failed"),
+                }
+            }
+        }
+    }
+
+    /// Runs [`LogManager::maintain`] every `interval` until the manager is dropped.
+    pub fn spawn_maintenance(self: &Rc<Self>, interval: Duration) -> glommio::task::JoinHandle<()> {
+        let manager = Rc::downgrade(self);
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(interval).await;
+                let Some(manager) = manager.upgrade() else {
+                    return;
+                };
+                manager.maintain(now_ms()).await;
+            }
+        })
+        .detach()
+    }
+}
+
+/// Wall-clock milliseconds since the Unix epoch (Kafka timestamps).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names_cannot_escape_the_data_directory() {
+        assert!(PartitionId::new("orders", 0).dir().is_ok());
+        assert!(PartitionId::new("..", 0).dir().is_err());
+        assert!(PartitionId::new("a/b", 0).dir().is_err());
+        assert!(PartitionId::new("", 0).dir().is_err());
+        assert!(PartitionId::new("ok", -1).dir().is_err());
+        assert!(PartitionId::new("x".repeat(250), 0).dir().is_err());
+    }
+}
