@@ -1,6 +1,6 @@
 //! The `recovery-point` file of a partition directory.
 //!
-//! Layout (big-endian, 38 bytes):
+//! Layout (big-endian, 42 bytes):
 //!
 //! | bytes | field |
 //! |---|---|
@@ -10,7 +10,7 @@
 //! | 8 | byte position of the recovery offset inside the segment that holds it |
 //! | 8 | log start offset (moved by retention and delete-records) |
 //! | 8 | reserved, zero |
-//! | 4 | CRC-32 (IEEE) of the 34 bytes before it |
+//! | 4 | CRC-32 (IEEE) of the 38 bytes before it |
 //!
 //! Write order: the segment data up to the recovery offset is fdatasync'd and its index
 //! entries written and synced *before* this file is replaced (temporary file, fsync, rename,
@@ -24,7 +24,7 @@ use crate::error::{EngineError, Result};
 const MAGIC: &[u8; 4] = b"KRP1";
 const VERSION: u16 = 1;
 /// Encoded size of the file.
-pub const RECOVERY_POINT_LEN: usize = 38;
+pub const RECOVERY_POINT_LEN: usize = 42;
 
 /// Where recovery may start, and the log start offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -74,6 +74,18 @@ pub fn topic_dir(topic: &str) -> PathBuf {
     PathBuf::from("topics").join(topic)
 }
 
+/// Checkpoint a log once this many bytes were appended since its last checkpoint...
+pub const CHECKPOINT_BYTES: u64 = 64 << 20;
+/// ...or once this much time passed with anything appended.
+pub const CHECKPOINT_INTERVAL_MS: i64 = 30_000;
+
+/// Size and time of a log's last checkpoint.
+#[derive(Clone, Copy)]
+struct CheckpointMark {
+    size_bytes: u64,
+    at_ms: i64,
+}
+
 enum Slot {
     /// Recovery is running; these wait for it.
     Opening(Vec<oneshot::Sender<()>>),
@@ -84,7 +96,7 @@ enum Slot {
 pub struct LogManager {
     storage: Storage,
     slots: RefCell<HashMap<PartitionId, Slot>>,
-    checkpointed_at: RefCell<HashMap<PartitionId, u64>>,
+    checkpointed_at: RefCell<HashMap<PartitionId, CheckpointMark>>,
 }
 
 impl LogManager {
@@ -163,9 +175,13 @@ impl LogManager {
             let _ = waiter.send(());
         }
         if let Ok(log) = &result {
-            self.checkpointed_at
-                .borrow_mut()
-                .insert(id.clone(), log.offsets().log_end_offset);
+            self.checkpointed_at.borrow_mut().insert(
+                id.clone(),
+                CheckpointMark {
+                    size_bytes: log.size_bytes(),
+                    at_ms: now_ms(),
+                },
+            );
         }
         result
     }
@@ -217,7 +233,8 @@ impl LogManager {
     }
 
     /// One maintenance pass over every open log: roll segments past `segment.ms`, enforce
-    /// retention, and checkpoint logs that grew since their last checkpoint.
+    /// retention, and checkpoint logs that grew by [`CHECKPOINT_BYTES`] or changed at all
+    /// [`CHECKPOINT_INTERVAL_MS`] ago — so recovery after a crash scans about that much.
     pub async fn maintain(&self, now_ms: i64) {
         for id in self.open_partitions() {
             let Some(log) = self.get(&id) else { continue };
@@ -230,12 +247,20 @@ impl LogManager {
             if let Err(error) = log.enforce_retention(now_ms).await {
                 tracing::warn!(partition = %id, %error, "retention failed");
             }
-            let end = log.offsets().log_end_offset;
-            let last = self.checkpointed_at.borrow().get(&id).copied();
-            if last != Some(end) {
+            let size_bytes = log.size_bytes();
+            let due = match self.checkpointed_at.borrow().get(&id) {
+                None => true,
+                Some(mark) => {
+                    size_bytes.abs_diff(mark.size_bytes) >= CHECKPOINT_BYTES
+                        || (size_bytes != mark.size_bytes
+                            && now_ms - mark.at_ms >= CHECKPOINT_INTERVAL_MS)
+                }
+            };
+            if due {
                 match log.checkpoint().await {
                     Ok(()) => {
-                        self.checkpointed_at.borrow_mut().insert(id.clone(), end);
+                        let mark = CheckpointMark { size_bytes, at_ms: now_ms };
+                        self.checkpointed_at.borrow_mut().insert(id.clone(), mark);
                     }
                     Err(error) => tracing::warn!(partition = %id, %error, "checkpoint failed"),
                 }

@@ -125,16 +125,33 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         Some(p) => load_snapshot(storage, dir, &listing.snapshots, p.offset).await?,
         None => None,
     };
-    let (scan_segment, scan_position, replay_from) = match (point, &snapshot) {
+    let located = match (point, &snapshot) {
         (Some(p), Some((snapshot_offset, _))) if *snapshot_offset == p.offset => {
-            (segment_holding(&bases, p.offset), p.position, p.offset)
+            let (segment, position) = locate_recovery_point(&bases, &p);
+            Some((segment, position, p.offset))
         }
-        (Some(_), Some((snapshot_offset, _))) => (
+        (Some(_), Some((snapshot_offset, _))) => Some((
             segment_holding(&bases, *snapshot_offset),
             0,
             *snapshot_offset,
-        ),
-        _ => (first_base, 0, first_base),
+        )),
+        _ => None,
+    };
+    // A recovery point past the end of its segment's file names bytes that are no longer
+    // there (the file was cut short behind our back), so nothing it vouches for can be
+    // trusted: validate the whole log instead.
+    let located = match located {
+        Some((segment, position, _))
+            if position > segment_file_size(storage, dir, segment).await? =>
+        {
+            tracing::warn!(dir = %dir.display(), segment, position, "segment shorter than its recovery point; recovering the whole log");
+            None
+        }
+        other => other,
+    };
+    let (scan_segment, scan_position, replay_from, snapshot) = match located {
+        Some((segment, position, replay_from)) => (segment, position, replay_from, snapshot),
+        None => (first_base, 0, first_base, None),
     };
     let mut producers = snapshot.map(|(_, table)| table).unwrap_or_default();
     let scan_start_offset = if scan_position == 0 {
@@ -309,6 +326,36 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         closed: false,
         max_timestamp,
     })
+}
+
+/// The segment and byte position a recovery point names. The position is in the segment
+/// that held the durable end when the checkpoint was taken. When that end was also the end
+/// of the segment and a roll followed, the point's offset is now the next segment's base
+/// while its position is still in the earlier segment (a segment is never rolled while
+/// empty, so position 0 at a base offset means the start of that segment).
+fn locate_recovery_point(bases: &[u64], point: &RecoveryPoint) -> (u64, u64) {
+    let holding = bases
+        .iter()
+        .copied()
+        .filter(|b| *b < point.offset || (*b == point.offset && point.position == 0))
+        .next_back();
+    match holding {
+        Some(base) => (base, point.position),
+        // The segment the point ended was deleted since: the log now starts at the point.
+        None => (bases[0], 0),
+    }
+}
+
+async fn segment_file_size(storage: &Storage, dir: &Path, base: u64) -> Result<u64> {
+    let file = storage
+        .open_log_file(&segment::log_path(dir, base), false)
+        .await?;
+    let size = file
+        .size()
+        .await
+        .map_err(|e| EngineError::io("sizing a segment", e));
+    let _ = file.close().await;
+    size
 }
 
 fn segment_holding(bases: &[u64], offset: u64) -> u64 {

@@ -92,7 +92,7 @@ where
         .with_request_api_key(TheirReq::KEY)
         .with_request_api_version(version)
         .with_correlation_id(seed as i32)
-        .with_client_id(if seed % 3 == 0 {
+        .with_client_id(if seed.is_multiple_of(3) {
             None
         } else {
             Some(kafka_protocol::protocol::StrBytes::from_static_str(
@@ -109,7 +109,7 @@ where
     assert_eq!(our_header.api_key, TheirReq::KEY);
     assert_eq!(our_header.api_version, version);
     assert_eq!(our_header.correlation_id, seed as i32);
-    assert_eq!(our_header.client_id.is_none(), seed % 3 == 0);
+    assert_eq!(our_header.client_id.is_none(), seed.is_multiple_of(3));
     assert_eq!(our_request.api_key(), OursReq::API_KEY);
 
     // Our request frame: the header version we pick matches kafka-protocol's.
@@ -179,7 +179,13 @@ where
 macro_rules! differential {
     ($( $test:ident: $req:ty, $resp:ty, $theirs:ty; )*) => {
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(64))]
+            #![proptest_config(ProptestConfig {
+                cases: 64,
+                failure_persistence: Some(Box::new(
+                    proptest::test_runner::FileFailurePersistence::WithSource("proptest-regressions"),
+                )),
+                ..ProptestConfig::default()
+            })]
             $(
                 #[test]
                 fn $test(seed in any::<u64>()) {
@@ -217,4 +223,30 @@ differential! {
         kp::IncrementalAlterConfigsRequest;
     describe_cluster: describe_cluster::DescribeClusterRequest,
         describe_cluster::DescribeClusterResponse, kp::DescribeClusterRequest;
+    offset_commit: offset_commit::OffsetCommitRequest, offset_commit::OffsetCommitResponse,
+        kp::OffsetCommitRequest;
+    offset_fetch: offset_fetch::OffsetFetchRequest, offset_fetch::OffsetFetchResponse,
+        kp::OffsetFetchRequest;
+    find_coordinator: find_coordinator::FindCoordinatorRequest,
+        find_coordinator::FindCoordinatorResponse, kp::FindCoordinatorRequest;
+    join_group: join_group::JoinGroupRequest, join_group::JoinGroupResponse,
+        kp::JoinGroupRequest;
+    heartbeat: heartbeat::HeartbeatRequest, heartbeat::HeartbeatResponse, kp::HeartbeatRequest;
+    leave_group: leave_group::LeaveGroupRequest, leave_group::LeaveGroupResponse,
+        kp::LeaveGroupRequest;
+    sync_group: sync_group::SyncGroupRequest, sync_group::SyncGroupResponse,
+        kp::SyncGroupRequest;
+    describe_groups: describe_groups::DescribeGroupsRequest,
+        describe_groups::DescribeGroupsResponse, kp::DescribeGroupsRequest;
+    list_groups: list_groups::ListGroupsRequest, list_groups::ListGroupsResponse,
+        kp::ListGroupsRequest;
+    delete_groups: delete_groups::DeleteGroupsRequest, delete_groups::DeleteGroupsResponse,
+        kp::DeleteGroupsRequest;
+    offset_delete: offset_delete::OffsetDeleteRequest, offset_delete::OffsetDeleteResponse,
+        kp::OffsetDeleteRequest;
+    consumer_group_heartbeat: consumer_group_heartbeat::ConsumerGroupHeartbeatRequest,
+        consumer_group_heartbeat::ConsumerGroupHeartbeatResponse,
+        kp::ConsumerGroupHeartbeatRequest;
+    consumer_group_describe: consumer_group_describe::ConsumerGroupDescribeRequest,
+        consumer_group_describe::ConsumerGroupDescribeResponse, kp::ConsumerGroupDescribeRequest;
 }

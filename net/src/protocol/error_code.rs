@@ -135,6 +135,8 @@ error_codes! {
     InvalidTransactionTimeout = 50, "INVALID_TRANSACTION_TIMEOUT";
     /// Another transaction is being changed for this producer.
     ConcurrentTransactions = 51, "CONCURRENT_TRANSACTIONS";
+    /// Not authorized to use the transactional id (kaas serves no transactions).
+    TransactionalIdAuthorizationFailed = 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
     /// A disk error occurred on the broker while serving the request.
     KafkaStorageError = 56, "KAFKA_STORAGE_ERROR";
     /// The broker has no state for this producer id.

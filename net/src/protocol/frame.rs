@@ -350,4 +350,21 @@ apis! {
         incremental_alter_configs::IncrementalAlterConfigsResponse;
     DescribeCluster => describe_cluster::DescribeClusterRequest,
         describe_cluster::DescribeClusterResponse;
+    OffsetCommit => offset_commit::OffsetCommitRequest, offset_commit::OffsetCommitResponse;
+    OffsetFetch => offset_fetch::OffsetFetchRequest, offset_fetch::OffsetFetchResponse;
+    FindCoordinator => find_coordinator::FindCoordinatorRequest,
+        find_coordinator::FindCoordinatorResponse;
+    JoinGroup => join_group::JoinGroupRequest, join_group::JoinGroupResponse;
+    Heartbeat => heartbeat::HeartbeatRequest, heartbeat::HeartbeatResponse;
+    LeaveGroup => leave_group::LeaveGroupRequest, leave_group::LeaveGroupResponse;
+    SyncGroup => sync_group::SyncGroupRequest, sync_group::SyncGroupResponse;
+    DescribeGroups => describe_groups::DescribeGroupsRequest,
+        describe_groups::DescribeGroupsResponse;
+    ListGroups => list_groups::ListGroupsRequest, list_groups::ListGroupsResponse;
+    DeleteGroups => delete_groups::DeleteGroupsRequest, delete_groups::DeleteGroupsResponse;
+    OffsetDelete => offset_delete::OffsetDeleteRequest, offset_delete::OffsetDeleteResponse;
+    ConsumerGroupHeartbeat => consumer_group_heartbeat::ConsumerGroupHeartbeatRequest,
+        consumer_group_heartbeat::ConsumerGroupHeartbeatResponse;
+    ConsumerGroupDescribe => consumer_group_describe::ConsumerGroupDescribeRequest,
+        consumer_group_describe::ConsumerGroupDescribeResponse;
 }

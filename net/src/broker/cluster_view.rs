@@ -1,0 +1,139 @@
+//! The immutable view of the cluster every shard reads: this broker, the topics, and which
+//! shard owns each partition. A new view is published whole (an `Arc` swap); shards never
+//! mutate it, so no locking is needed to read it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use kaas_engine::{LogConfig, PartitionId};
+
+use crate::broker::topic_config::TopicConfig;
+use crate::protocol::Uuid;
+
+/// One topic as the cluster knows it.
+#[derive(Clone, Debug)]
+pub struct TopicInfo {
+    /// Topic name.
+    pub name: Arc<str>,
+    /// Topic id (random, fixed at creation).
+    pub id: Uuid,
+    /// Number of partitions.
+    pub partitions: i32,
+    /// Config overrides.
+    pub config: TopicConfig,
+    /// The engine settings the configs mean.
+    pub log_config: LogConfig,
+}
+
+/// A snapshot of the cluster.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterView {
+    /// Cluster id (fixed at first start).
+    pub cluster_id: String,
+    /// Topics by name.
+    pub topics: BTreeMap<Arc<str>, Arc<TopicInfo>>,
+    /// Topic names by id.
+    pub topic_ids: HashMap<Uuid, Arc<str>>,
+    /// Number of shards partitions are spread over.
+    pub shards: usize,
+}
+
+impl ClusterView {
+    /// A view of `topics`.
+    pub fn new(cluster_id: String, shards: usize, topics: Vec<TopicInfo>) -> Self {
+        let mut view = ClusterView {
+            cluster_id,
+            shards: shards.max(1),
+            ..ClusterView::default()
+        };
+        for topic in topics {
+            view.topic_ids.insert(topic.id, topic.name.clone());
+            view.topics.insert(topic.name.clone(), Arc::new(topic));
+        }
+        view
+    }
+
+    /// A topic by name.
+    pub fn topic(&self, name: &str) -> Option<&Arc<TopicInfo>> {
+        self.topics.get(name)
+    }
+
+    /// A topic by id.
+    pub fn topic_by_id(&self, id: &Uuid) -> Option<&Arc<TopicInfo>> {
+        self.topic_ids
+            .get(id)
+            .and_then(|name| self.topics.get(name))
+    }
+
+    /// The shard that owns a partition: a stable hash of the topic plus the partition number,
+    /// so a topic's partitions spread over all shards.
+    pub fn owner_shard(&self, topic: &str, partition: i32) -> usize {
+        owner_shard(topic, partition, self.shards)
+    }
+
+    /// Partitions a shard owns.
+    pub fn partitions_of_shard(&self, shard: usize) -> Vec<(PartitionId, LogConfig)> {
+        let mut owned = Vec::new();
+        for topic in self.topics.values() {
+            for partition in 0..topic.partitions {
+                if self.owner_shard(&topic.name, partition) == shard {
+                    owned.push((
+                        PartitionId::new(topic.name.clone(), partition),
+                        topic.log_config.clone(),
+                    ));
+                }
+            }
+        }
+        owned
+    }
+}
+
+/// FNV-1a of the topic name plus the partition, modulo the shard count.
+pub fn owner_shard(topic: &str, partition: i32, shards: usize) -> usize {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in topic.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash.wrapping_add(partition as u64) % shards.max(1) as u64) as usize
+}
+
+/// Where shards read the current view from and where a new one is published.
+#[derive(Debug)]
+pub struct ViewHandle {
+    current: ArcSwap<ClusterView>,
+}
+
+impl ViewHandle {
+    /// A handle holding `view`.
+    pub fn new(view: ClusterView) -> Self {
+        ViewHandle {
+            current: ArcSwap::from_pointee(view),
+        }
+    }
+
+    /// The current view.
+    pub fn load(&self) -> Arc<ClusterView> {
+        self.current.load_full()
+    }
+
+    /// Replaces the view.
+    pub fn publish(&self, view: ClusterView) {
+        self.current.store(Arc::new(view));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_of_a_topic_spread_over_shards() {
+        let shards: Vec<usize> = (0..8).map(|p| owner_shard("orders", p, 4)).collect();
+        for shard in 0..4 {
+            assert_eq!(shards.iter().filter(|s| **s == shard).count(), 2);
+        }
+        assert_eq!(owner_shard("orders", 3, 1), 0);
+    }
+}

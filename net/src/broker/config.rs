@@ -1,0 +1,50 @@
+//! Broker settings shared by every shard (read-only after start-up).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// How the broker runs.
+#[derive(Clone, Debug)]
+pub struct BrokerConfig {
+    /// This broker's node id in Metadata responses.
+    pub node_id: i32,
+    /// Address the Kafka listener binds.
+    pub listen: SocketAddr,
+    /// Host clients are told to connect to (Metadata `host`).
+    pub advertised_host: String,
+    /// Port clients are told to connect to.
+    pub advertised_port: i32,
+    /// Data directory; `None` keeps everything in memory.
+    pub data_dir: Option<PathBuf>,
+    /// Number of shards (one executor per core).
+    pub shards: usize,
+    /// Largest request frame accepted (`socket.request.max.bytes`); larger closes the connection.
+    pub max_request_bytes: usize,
+    /// Requests processed concurrently per connection.
+    pub max_in_flight_per_connection: usize,
+    /// Create unknown topics when a client's Metadata request asks (`auto.create.topics.enable`).
+    pub auto_create_topics: bool,
+    /// Partitions of an auto-created topic or a CreateTopics without a count (`num.partitions`).
+    pub default_partitions: i32,
+    /// Broker-level defaults for topic configs (`log.*` settings).
+    pub topic_defaults: crate::broker::topic_config::TopicDefaults,
+}
+
+impl BrokerConfig {
+    /// Settings for a broker on `listen` with all other values at their defaults.
+    pub fn new(listen: SocketAddr) -> Self {
+        BrokerConfig {
+            node_id: 0,
+            listen,
+            advertised_host: listen.ip().to_string(),
+            advertised_port: i32::from(listen.port()),
+            data_dir: None,
+            shards: 1,
+            max_request_bytes: 104_857_600,
+            max_in_flight_per_connection: 64,
+            auto_create_topics: true,
+            default_partitions: 1,
+            topic_defaults: Default::default(),
+        }
+    }
+}

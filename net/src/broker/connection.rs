@@ -1,0 +1,127 @@
+//! One client connection: read frames, process requests concurrently, answer in order.
+//!
+//! The reader decodes each frame and spawns its handling at once (pipelined requests run
+//! concurrently); the writer awaits the handlers in arrival order and writes each response
+//! with one vectored send, because Kafka clients match responses by order. A bounded queue
+//! between them limits the requests in flight per connection, so a client that does not read
+//! its responses stops being read.
+//!
+//! Bad input closes the connection: a size prefix that is negative or above
+//! `max_request_bytes`, a frame too short for a header, an unknown API or version (except
+//! ApiVersions, which is answered in v0 with UNSUPPORTED_VERSION), a malformed body. The frame
+//! buffer grows only as bytes arrive, so a size prefix never drives an allocation by itself.
+
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use futures_lite::io::{AsyncRead, AsyncReadExt};
+use glommio::net::TcpStream;
+use glommio::task::JoinHandle;
+
+use crate::broker::dispatch;
+use crate::broker::shard::Shard;
+use crate::broker::socket_writer::write_all_vectored;
+use crate::protocol::{decode_request, FrameError};
+
+/// Bytes read from the socket at a time while a frame arrives.
+const READ_STEP: usize = 64 << 10;
+
+type Pending = JoinHandle<Option<Vec<Bytes>>>;
+
+/// Serves a connection until the client closes it or sends something unacceptable.
+pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
+    let _ = stream.set_nodelay(true);
+    let fd = stream.as_raw_fd();
+    let peer = stream.peer_addr().ok();
+    shard.metrics.connection(1);
+    let (mut reader, mut writer) = futures_lite::io::split(stream);
+    let (queue, responses) =
+        async_channel::bounded::<Pending>(shard.config.max_in_flight_per_connection.max(1));
+    let metrics = shard.metrics.clone();
+    let writer_task = glommio::spawn_local(async move {
+        while let Ok(pending) = responses.recv().await {
+            let Some(Some(chunks)) = pending.await else {
+                continue;
+            };
+            match write_all_vectored(fd, &mut writer, &chunks).await {
+                Ok(bytes) => metrics.response(bytes),
+                Err(_) => break,
+            }
+        }
+        responses.close();
+    })
+    .detach();
+
+    if let Err(reason) = read_requests(&shard, &mut reader, &queue).await {
+        tracing::debug!(?peer, reason, "closing connection");
+        shard.metrics.request_error();
+    }
+    queue.close();
+    let _ = writer_task.await;
+    shard.metrics.connection(-1);
+}
+
+/// Reads and dispatches frames; `Err` carries why the connection must close.
+async fn read_requests<R: AsyncRead + Unpin>(
+    shard: &Rc<Shard>,
+    reader: &mut R,
+    queue: &async_channel::Sender<Pending>,
+) -> Result<(), &'static str> {
+    loop {
+        let mut size = [0u8; 4];
+        if reader.read_exact(&mut size).await.is_err() {
+            return Ok(());
+        }
+        let size = i32::from_be_bytes(size);
+        if size < 0 || size as usize > shard.config.max_request_bytes {
+            return Err("frame size out of bounds");
+        }
+        let frame = read_frame(reader, size as usize)
+            .await
+            .map_err(|_| "connection closed mid-frame")?;
+        shard.metrics.request(
+            i16::from_be_bytes([
+                *frame.first().unwrap_or(&0xff),
+                *frame.get(1).unwrap_or(&0xff),
+            ]),
+            frame.len() + 4,
+        );
+        let pending = match decode_request(frame) {
+            Ok((header, request)) => {
+                if !dispatch::is_served(header.api_key, header.api_version) {
+                    return Err("api not served");
+                }
+                let shard = shard.clone();
+                glommio::spawn_local(async move { dispatch::handle(&shard, header, request).await })
+                    .detach()
+            }
+            Err(FrameError::UnsupportedVersion(ids))
+                if ids.api_key == crate::protocol::messages::api_versions::API_VERSIONS_KEY =>
+            {
+                let response = dispatch::api_versions_fallback(ids.correlation_id);
+                glommio::spawn_local(async move { Some(response) }).detach()
+            }
+            Err(FrameError::TooShort(_)) => return Err("frame too short for a header"),
+            Err(FrameError::UnknownApi(_)) => return Err("unknown api key"),
+            Err(FrameError::UnsupportedVersion(_)) => return Err("unsupported api version"),
+            Err(FrameError::Header { .. }) => return Err("malformed request header"),
+            Err(FrameError::Body { .. }) => return Err("malformed request body"),
+        };
+        if queue.send(pending).await.is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// Reads exactly `size` bytes, growing the buffer only as data arrives.
+async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, size: usize) -> std::io::Result<Bytes> {
+    let mut frame = BytesMut::with_capacity(size.min(READ_STEP));
+    while frame.len() < size {
+        let step = (size - frame.len()).min(READ_STEP);
+        let start = frame.len();
+        frame.resize(start + step, 0);
+        reader.read_exact(&mut frame[start..]).await?;
+    }
+    Ok(frame.freeze())
+}

@@ -1,0 +1,76 @@
+//! Routes a decoded request to its handler and encodes the response frame.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+
+use crate::broker::shard::Shard;
+use crate::handlers;
+use crate::protocol::{Request, RequestHeader, Response};
+
+/// Whether the broker handles `api_key` (the codec has already gated the version).
+pub fn is_served(api_key: i16, _api_version: i16) -> bool {
+    handlers::api_versions::is_served(api_key)
+}
+
+/// The ApiVersions answer for a client asking for a newer ApiVersions than served.
+pub fn api_versions_fallback(correlation_id: i32) -> Vec<Bytes> {
+    handlers::api_versions::fallback(correlation_id)
+}
+
+/// Handles one request; `None` when no response is sent (Produce with acks=0).
+pub async fn handle(
+    shard: &Rc<Shard>,
+    header: RequestHeader,
+    request: Request,
+) -> Option<Vec<Bytes>> {
+    let version = header.api_version;
+    let response = match request {
+        Request::ApiVersions(r) => Response::ApiVersions(handlers::api_versions::handle(r)),
+        Request::Metadata(r) => {
+            Response::Metadata(handlers::metadata::handle(shard, r, version).await)
+        }
+        Request::Produce(r) => {
+            let acks = r.acks;
+            let response = handlers::produce::handle(shard, r, version).await;
+            if acks == 0 {
+                return None;
+            }
+            Response::Produce(response)
+        }
+        Request::Fetch(r) => Response::Fetch(handlers::fetch::handle(shard, r, version).await),
+        Request::ListOffsets(r) => {
+            Response::ListOffsets(handlers::list_offsets::handle(shard, r).await)
+        }
+        Request::CreateTopics(r) => {
+            Response::CreateTopics(handlers::create_topics::handle(shard, r).await)
+        }
+        Request::DeleteTopics(r) => {
+            Response::DeleteTopics(handlers::delete_topics::handle(shard, r, version).await)
+        }
+        Request::CreatePartitions(r) => {
+            Response::CreatePartitions(handlers::create_partitions::handle(shard, r).await)
+        }
+        Request::DescribeConfigs(r) => {
+            Response::DescribeConfigs(handlers::describe_configs::handle(shard, r))
+        }
+        Request::IncrementalAlterConfigs(r) => Response::IncrementalAlterConfigs(
+            handlers::incremental_alter_configs::handle(shard, r).await,
+        ),
+        Request::DescribeCluster(r) => {
+            Response::DescribeCluster(handlers::describe_cluster::handle(shard, r))
+        }
+        Request::DeleteRecords(r) => {
+            Response::DeleteRecords(handlers::delete_records::handle(shard, r).await)
+        }
+        Request::InitProducerId(r) => {
+            Response::InitProducerId(handlers::init_producer_id::handle(shard, r).await)
+        }
+        Request::OffsetForLeaderEpoch(r) => Response::OffsetForLeaderEpoch(
+            handlers::offset_for_leader_epoch::handle(shard, r).await,
+        ),
+        // Not advertised: the connection closes before reaching here.
+        _ => return None,
+    };
+    Some(response.encode_frame(header.correlation_id, version))
+}

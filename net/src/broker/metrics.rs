@@ -1,0 +1,166 @@
+//! Counters the broker exposes on `/metrics` (Prometheus text format).
+//!
+//! Each shard writes only its own counters (relaxed atomics, no contention); the admin
+//! endpoint sums them when scraped.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// API keys tracked individually (every key below this bound).
+const API_KEYS: usize = 80;
+
+/// One shard's counters.
+#[derive(Debug)]
+pub struct ShardMetrics {
+    requests: Vec<AtomicU64>,
+    request_errors: AtomicU64,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+    connections_open: AtomicI64,
+    connections_total: AtomicU64,
+    records_appended: AtomicU64,
+    partitions_open: AtomicI64,
+}
+
+impl Default for ShardMetrics {
+    fn default() -> Self {
+        ShardMetrics {
+            requests: (0..API_KEYS).map(|_| AtomicU64::new(0)).collect(),
+            request_errors: AtomicU64::new(0),
+            bytes_in: AtomicU64::new(0),
+            bytes_out: AtomicU64::new(0),
+            connections_open: AtomicI64::new(0),
+            connections_total: AtomicU64::new(0),
+            records_appended: AtomicU64::new(0),
+            partitions_open: AtomicI64::new(0),
+        }
+    }
+}
+
+impl ShardMetrics {
+    /// A request of `api_key` of `bytes` arrived.
+    pub fn request(&self, api_key: i16, bytes: usize) {
+        if let Some(counter) = usize::try_from(api_key)
+            .ok()
+            .and_then(|k| self.requests.get(k))
+        {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        self.bytes_in.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// A request was refused or its connection closed for bad input.
+    pub fn request_error(&self) {
+        self.request_errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A response of `bytes` went out.
+    pub fn response(&self, bytes: usize) {
+        self.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// A connection opened (`+1`) or closed (`-1`).
+    pub fn connection(&self, delta: i64) {
+        self.connections_open.fetch_add(delta, Ordering::Relaxed);
+        if delta > 0 {
+            self.connections_total.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records appended.
+    pub fn appended(&self, records: u64) {
+        self.records_appended.fetch_add(records, Ordering::Relaxed);
+    }
+
+    /// Sets the number of partitions open on this shard.
+    pub fn set_partitions_open(&self, count: usize) {
+        self.partitions_open.store(count as i64, Ordering::Relaxed);
+    }
+
+    /// Partitions open on this shard.
+    pub fn partitions_open(&self) -> i64 {
+        self.partitions_open.load(Ordering::Relaxed)
+    }
+}
+
+/// Renders every shard's counters in the Prometheus text format.
+pub fn render(shards: &[std::sync::Arc<ShardMetrics>]) -> String {
+    let mut out = String::new();
+    let sum = |f: &dyn Fn(&ShardMetrics) -> u64| shards.iter().map(|s| f(s)).sum::<u64>();
+    let _ = writeln!(out, "# TYPE kaas_requests_total counter");
+    for key in 0..API_KEYS {
+        let count = sum(&|s| s.requests[key].load(Ordering::Relaxed));
+        if count > 0 {
+            let _ = writeln!(out, "kaas_requests_total{{api_key=\"{key}\"}} {count}");
+        }
+    }
+    let counters: [(&str, &str, u64); 5] = [
+        (
+            "kaas_request_errors_total",
+            "counter",
+            sum(&|s| s.request_errors.load(Ordering::Relaxed)),
+        ),
+        (
+            "kaas_bytes_in_total",
+            "counter",
+            sum(&|s| s.bytes_in.load(Ordering::Relaxed)),
+        ),
+        (
+            "kaas_bytes_out_total",
+            "counter",
+            sum(&|s| s.bytes_out.load(Ordering::Relaxed)),
+        ),
+        (
+            "kaas_connections_total",
+            "counter",
+            sum(&|s| s.connections_total.load(Ordering::Relaxed)),
+        ),
+        (
+            "kaas_records_appended_total",
+            "counter",
+            sum(&|s| s.records_appended.load(Ordering::Relaxed)),
+        ),
+    ];
+    for (name, kind, value) in counters {
+        let _ = writeln!(out, "# TYPE {name} {kind}\n{name} {value}");
+    }
+    let open: i64 = shards
+        .iter()
+        .map(|s| s.connections_open.load(Ordering::Relaxed))
+        .sum();
+    let _ = writeln!(
+        out,
+        "# TYPE kaas_connections_open gauge\nkaas_connections_open {open}"
+    );
+    let _ = writeln!(out, "# TYPE kaas_partitions_open gauge");
+    for (index, shard) in shards.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "kaas_partitions_open{{shard=\"{index}\"}} {}",
+            shard.partitions_open()
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn renders_sums_over_shards() {
+        let shards = vec![
+            Arc::new(ShardMetrics::default()),
+            Arc::new(ShardMetrics::default()),
+        ];
+        shards[0].request(0, 100);
+        shards[1].request(0, 50);
+        shards[1].request(500, 1);
+        shards[0].connection(1);
+        let text = render(&shards);
+        assert!(text.contains("kaas_requests_total{api_key=\"0\"} 2"));
+        assert!(text.contains("kaas_bytes_in_total 151"));
+        assert!(text.contains("kaas_connections_open 1"));
+    }
+}

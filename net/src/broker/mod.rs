@@ -1,0 +1,15 @@
+//! The broker runtime: shards, connections, routing, topics, and the cluster view.
+
+pub mod cluster_view;
+pub mod config;
+pub mod connection;
+pub mod dispatch;
+pub mod metrics;
+pub mod producer_ids;
+pub mod router;
+pub mod server;
+pub mod shard;
+pub mod socket_writer;
+pub mod topic_admin;
+pub mod topic_config;
+pub mod topic_store;

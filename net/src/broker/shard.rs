@@ -1,0 +1,71 @@
+//! One shard: an executor pinned to a core that owns a disjoint set of partitions and serves
+//! the connections the kernel hands it.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use kaas_engine::{EngineError, LogConfig, LogManager, PartitionId, PartitionLog, Storage};
+
+use crate::broker::cluster_view::ViewHandle;
+use crate::broker::config::BrokerConfig;
+use crate::broker::metrics::ShardMetrics;
+use crate::broker::producer_ids::ProducerIdAllocator;
+use crate::broker::router::{Inbox, Router};
+use crate::broker::topic_admin::TopicAdmin;
+
+/// Everything a shard's request handlers use. `!Send`: lives on its executor.
+pub struct Shard {
+    /// This shard's index (0-based).
+    pub index: usize,
+    /// Broker settings.
+    pub config: Arc<BrokerConfig>,
+    /// Where logs live.
+    pub storage: Storage,
+    /// The partitions this shard owns that are open.
+    pub logs: LogManager,
+    /// The cluster view.
+    pub view: Arc<ViewHandle>,
+    /// Hops to other shards.
+    pub router: Arc<Router>,
+    /// This shard's counters.
+    pub metrics: Arc<ShardMetrics>,
+    /// Topic changes (shard 0 only).
+    pub topic_admin: Option<TopicAdmin>,
+    /// Producer id allocation (shard 0 only).
+    pub producer_ids: Option<ProducerIdAllocator>,
+}
+
+impl Shard {
+    /// The open log of a partition this shard owns, opening (recovering) it on first use.
+    pub async fn log(
+        &self,
+        id: &PartitionId,
+        config: LogConfig,
+    ) -> Result<PartitionLog, EngineError> {
+        if let Some(log) = self.logs.get(id) {
+            return Ok(log);
+        }
+        let log = self.logs.open(id, config).await?;
+        self.metrics
+            .set_partitions_open(self.logs.open_partitions().len());
+        Ok(log)
+    }
+
+    /// Runs this shard's inbox: jobs other shards send.
+    pub async fn serve_inbox(self: Rc<Self>, inbox: Inbox) {
+        while let Ok(job) = inbox.recv().await {
+            glommio::spawn_local(job(self.clone())).detach();
+        }
+    }
+
+    /// Opens every partition this shard owns (so retention and recovery run without waiting
+    /// for the first request).
+    pub async fn open_owned_partitions(&self) {
+        let view = self.view.load();
+        for (id, config) in view.partitions_of_shard(self.index) {
+            if let Err(error) = self.log(&id, config).await {
+                tracing::error!(partition = %id, %error, "opening partition at start-up");
+            }
+        }
+    }
+}

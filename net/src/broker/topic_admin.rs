@@ -1,0 +1,302 @@
+//! Topic changes: create, delete, add partitions, alter configs.
+//!
+//! Runs on shard 0 only, one change at a time. Each change is written to the topic store
+//! first, then published as a new cluster view, then applied to the shards (configs pushed to
+//! open logs, deleted partitions closed and removed) — so an acknowledged change survives a
+//! crash, and a crash midway leaves at worst orphaned partition directories of a deleted
+//! topic, which are removed when the topic is deleted again or recreated.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use glommio::sync::Semaphore;
+use kaas_engine::log_manager::{is_legal_topic_name, topic_dir};
+use kaas_engine::{PartitionId, Storage};
+
+use crate::broker::cluster_view::{ClusterView, TopicInfo};
+use crate::broker::shard::Shard;
+use crate::broker::topic_config::{InvalidConfig, TopicConfig};
+use crate::broker::topic_store::{self, format_uuid, TopicRecord, TopicsFile};
+use crate::protocol::{ErrorCode, Uuid};
+
+/// A refused topic change: the Kafka error code and a message for the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicError {
+    /// Error code to answer with.
+    pub code: ErrorCode,
+    /// Human-readable reason.
+    pub message: String,
+}
+
+impl TopicError {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        TopicError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<InvalidConfig> for TopicError {
+    fn from(error: InvalidConfig) -> Self {
+        TopicError::new(ErrorCode::InvalidConfig, error.0)
+    }
+}
+
+/// Largest partition count accepted for one topic.
+pub const MAX_PARTITIONS: i32 = 100_000;
+
+/// Serialises topic changes and keeps the topic store.
+pub struct TopicAdmin {
+    storage: Storage,
+    file: RefCell<TopicsFile>,
+    lock: Semaphore,
+}
+
+impl TopicAdmin {
+    /// An admin over the loaded topic store.
+    pub fn new(storage: Storage, file: TopicsFile) -> Self {
+        TopicAdmin {
+            storage,
+            file: RefCell::new(file),
+            lock: Semaphore::new(1),
+        }
+    }
+
+    /// Checks a topic name as Kafka does.
+    pub fn validate_name(name: &str) -> Result<(), TopicError> {
+        if is_legal_topic_name(name) {
+            Ok(())
+        } else {
+            Err(TopicError::new(
+                ErrorCode::InvalidTopicException,
+                format!("Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-', is empty, '.', '..' or longer than 249 characters"),
+            ))
+        }
+    }
+
+    /// Creates a topic (or, with `validate_only`, checks that it could be created).
+    pub async fn create(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        partitions: i32,
+        config: TopicConfig,
+        validate_only: bool,
+    ) -> Result<Arc<TopicInfo>, TopicError> {
+        Self::validate_name(name)?;
+        if !(1..=MAX_PARTITIONS).contains(&partitions) {
+            return Err(TopicError::new(
+                ErrorCode::InvalidPartitions,
+                format!("Number of partitions must be between 1 and {MAX_PARTITIONS}."),
+            ));
+        }
+        let _permit = self
+            .lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| shutting_down())?;
+        if self.file.borrow().topics.iter().any(|t| t.name == name) {
+            return Err(TopicError::new(
+                ErrorCode::TopicAlreadyExists,
+                format!("Topic '{name}' already exists."),
+            ));
+        }
+        let record = TopicRecord {
+            name: name.to_string(),
+            id: format_uuid(&topic_store::random_uuid()),
+            partitions,
+            configs: config,
+        };
+        let info = record
+            .to_info(&shard.config.topic_defaults)
+            .map_err(|e| TopicError::new(ErrorCode::UnknownServerError, e.to_string()))?;
+        if validate_only {
+            return Ok(Arc::new(info));
+        }
+        // Leftovers of an earlier topic with this name (a crash during its deletion) go first.
+        self.remove_partition_dirs(shard, name).await;
+        let mut next = self.file.borrow().clone();
+        next.topics.push(record);
+        self.commit(shard, next).await?;
+        Ok(Arc::new(info))
+    }
+
+    /// Deletes a topic; returns its id.
+    pub async fn delete(&self, shard: &Rc<Shard>, name: &str) -> Result<Uuid, TopicError> {
+        let _permit = self
+            .lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| shutting_down())?;
+        let mut next = self.file.borrow().clone();
+        let Some(position) = next.topics.iter().position(|t| t.name == name) else {
+            return Err(unknown_topic(name));
+        };
+        let removed = next.topics.remove(position);
+        let id = topic_store::parse_uuid(&removed.id).unwrap_or(Uuid::NIL);
+        self.commit(shard, next).await?;
+        self.remove_partition_dirs(shard, name).await;
+        Ok(id)
+    }
+
+    /// Raises a topic's partition count to `count`.
+    pub async fn add_partitions(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _permit = self
+            .lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| shutting_down())?;
+        let mut next = self.file.borrow().clone();
+        let Some(topic) = next.topics.iter_mut().find(|t| t.name == name) else {
+            return Err(unknown_topic(name));
+        };
+        if count <= topic.partitions {
+            return Err(TopicError::new(
+                ErrorCode::InvalidPartitions,
+                format!(
+                    "Topic currently has {} partitions, which is higher than or equal to the requested {count}.",
+                    topic.partitions
+                ),
+            ));
+        }
+        if count > MAX_PARTITIONS {
+            return Err(TopicError::new(
+                ErrorCode::InvalidPartitions,
+                format!("Number of partitions must be at most {MAX_PARTITIONS}."),
+            ));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        topic.partitions = count;
+        self.commit(shard, next).await
+    }
+
+    /// Changes a topic's config overrides with `change`.
+    pub async fn alter_configs(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        change: impl FnOnce(&mut TopicConfig) -> Result<(), InvalidConfig>,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _permit = self
+            .lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| shutting_down())?;
+        let mut next = self.file.borrow().clone();
+        let Some(topic) = next.topics.iter_mut().find(|t| t.name == name) else {
+            return Err(unknown_topic(name));
+        };
+        change(&mut topic.configs)?;
+        if validate_only {
+            return Ok(());
+        }
+        let log_config = topic.configs.log_config(&shard.config.topic_defaults);
+        let topic_name: Arc<str> = name.into();
+        self.commit(shard, next).await?;
+        shard
+            .router
+            .broadcast(shard, move |target| {
+                let log_config = log_config.clone();
+                let topic_name = topic_name.clone();
+                async move {
+                    for id in target.logs.open_partitions() {
+                        if id.topic == topic_name {
+                            if let Some(log) = target.logs.get(&id) {
+                                log.set_config(log_config.clone());
+                            }
+                        }
+                    }
+                }
+            })
+            .await;
+        Ok(())
+    }
+
+    /// Persists `next`, then publishes it as the cluster view.
+    async fn commit(&self, shard: &Rc<Shard>, next: TopicsFile) -> Result<(), TopicError> {
+        topic_store::save(&self.storage, &next)
+            .await
+            .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
+        shard.view.publish(build_view(&next, shard)?);
+        *self.file.borrow_mut() = next;
+        Ok(())
+    }
+
+    /// Closes and removes every partition directory of `name` on every shard, then the topic
+    /// directory itself.
+    async fn remove_partition_dirs(&self, shard: &Rc<Shard>, name: &str) {
+        let topic: Arc<str> = name.into();
+        let listing = self
+            .storage
+            .list_dir(&topic_dir(name))
+            .await
+            .unwrap_or_default();
+        let partitions: Vec<i32> = listing.iter().filter_map(|n| n.parse().ok()).collect();
+        if partitions.is_empty() {
+            return;
+        }
+        shard
+            .router
+            .broadcast(shard, move |target| {
+                let topic = topic.clone();
+                let partitions = partitions.clone();
+                async move {
+                    for partition in partitions {
+                        let id = PartitionId::new(topic.clone(), partition);
+                        let owner = target.view.load().owner_shard(&topic, partition);
+                        if owner == target.index {
+                            if let Err(error) = target.logs.delete(&id).await {
+                                tracing::error!(partition = %id, %error, "deleting partition");
+                            }
+                        }
+                    }
+                    target
+                        .metrics
+                        .set_partitions_open(target.logs.open_partitions().len());
+                }
+            })
+            .await;
+        if let Err(error) = shard.logs.remove_topic_dir(name).await {
+            tracing::error!(topic = name, %error, "removing topic directory");
+        }
+    }
+}
+
+/// The cluster view for a topic store.
+pub fn build_view(file: &TopicsFile, shard: &Shard) -> Result<ClusterView, TopicError> {
+    let mut topics = Vec::with_capacity(file.topics.len());
+    for record in &file.topics {
+        topics.push(
+            record
+                .to_info(&shard.config.topic_defaults)
+                .map_err(|e| TopicError::new(ErrorCode::UnknownServerError, e.to_string()))?,
+        );
+    }
+    Ok(ClusterView::new(
+        file.cluster_id.clone(),
+        shard.router.shards(),
+        topics,
+    ))
+}
+
+fn unknown_topic(name: &str) -> TopicError {
+    TopicError::new(
+        ErrorCode::UnknownTopicOrPartition,
+        format!("This server does not host this topic: {name}"),
+    )
+}
+
+fn shutting_down() -> TopicError {
+    TopicError::new(ErrorCode::UnknownServerError, "broker is shutting down")
+}

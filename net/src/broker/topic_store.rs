@@ -1,0 +1,167 @@
+//! `__cluster/topics.json`: the topics of a standalone broker.
+//!
+//! JSON: `{"version": 1, "cluster_id": "...", "topics": [{"name": "...", "id": "<32 hex>",
+//! "partitions": N, "configs": {"retention.ms": "..."}}]}`. Replaced atomically (temporary
+//! file, fsync, rename, directory fsync) on every topic change, before the change is
+//! published to the shards or acknowledged to the client. A file that does not parse stops
+//! the broker at start-up rather than silently forgetting topics.
+
+use std::path::Path;
+
+use kaas_engine::Storage;
+use serde::{Deserialize, Serialize};
+
+use crate::broker::cluster_view::TopicInfo;
+use crate::broker::topic_config::{TopicConfig, TopicDefaults};
+use crate::protocol::Uuid;
+
+/// Path of the file relative to the data directory.
+pub const TOPICS_FILE: &str = "__cluster/topics.json";
+
+/// The file's content.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicsFile {
+    /// Format version (1).
+    pub version: u32,
+    /// Cluster id, created at first start.
+    pub cluster_id: String,
+    /// Every topic.
+    pub topics: Vec<TopicRecord>,
+}
+
+/// One topic in the file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicRecord {
+    /// Topic name.
+    pub name: String,
+    /// Topic id as 32 lower-case hex digits.
+    pub id: String,
+    /// Partition count.
+    pub partitions: i32,
+    /// Config overrides.
+    #[serde(default)]
+    pub configs: TopicConfig,
+}
+
+/// Errors reading the file.
+#[derive(Debug, thiserror::Error)]
+pub enum TopicStoreError {
+    /// The storage failed.
+    #[error("topic store: {0}")]
+    Engine(#[from] kaas_engine::EngineError),
+    /// The file is not valid JSON of the expected shape.
+    #[error("topic store {TOPICS_FILE} is malformed: {0}")]
+    Malformed(String),
+}
+
+impl TopicRecord {
+    /// The topic as the cluster view holds it.
+    pub fn to_info(&self, defaults: &TopicDefaults) -> Result<TopicInfo, TopicStoreError> {
+        let id = parse_uuid(&self.id)
+            .ok_or_else(|| TopicStoreError::Malformed(format!("bad topic id {}", self.id)))?;
+        Ok(TopicInfo {
+            name: self.name.as_str().into(),
+            id,
+            partitions: self.partitions,
+            log_config: self.configs.log_config(defaults),
+            config: self.configs.clone(),
+        })
+    }
+}
+
+/// Hex form of a UUID.
+pub fn format_uuid(id: &Uuid) -> String {
+    id.0.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Parses 32 hex digits.
+pub fn parse_uuid(text: &str) -> Option<Uuid> {
+    if text.len() != 32 || !text.is_ascii() {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    for (i, byte) in bytes.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).ok()?;
+    }
+    Some(Uuid(bytes))
+}
+
+/// A new random topic id (never the nil id Kafka reserves).
+pub fn random_uuid() -> Uuid {
+    loop {
+        let id = Uuid(rand::random());
+        if id != Uuid::NIL {
+            return id;
+        }
+    }
+}
+
+/// Reads the file; a missing file is an empty store with a fresh cluster id.
+pub async fn load(storage: &Storage) -> Result<TopicsFile, TopicStoreError> {
+    match storage.read_small(Path::new(TOPICS_FILE)).await? {
+        Some(bytes) => {
+            serde_json::from_slice(&bytes).map_err(|e| TopicStoreError::Malformed(e.to_string()))
+        }
+        None => Ok(TopicsFile {
+            version: 1,
+            cluster_id: new_cluster_id(),
+            topics: Vec::new(),
+        }),
+    }
+}
+
+/// Replaces the file durably.
+pub async fn save(storage: &Storage, file: &TopicsFile) -> Result<(), TopicStoreError> {
+    let bytes =
+        serde_json::to_vec_pretty(file).map_err(|e| TopicStoreError::Malformed(e.to_string()))?;
+    storage.create_dir_all(Path::new("__cluster")).await?;
+    storage
+        .write_small_durable(Path::new(TOPICS_FILE), bytes)
+        .await?;
+    Ok(())
+}
+
+/// A cluster id in Kafka's style: 22 characters of URL-safe base64 of a random UUID.
+fn new_cluster_id() -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes: [u8; 16] = rand::random();
+    let mut bits: u128 = u128::from_be_bytes(bytes);
+    (0..22)
+        .map(|_| {
+            let c = ALPHABET[(bits & 63) as usize] as char;
+            bits >>= 6;
+            c
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_hex_round_trip() {
+        let id = random_uuid();
+        assert_eq!(parse_uuid(&format_uuid(&id)), Some(id));
+        assert_eq!(parse_uuid("zz"), None);
+        assert_eq!(parse_uuid(&"g".repeat(32)), None);
+    }
+
+    #[test]
+    fn file_round_trip() {
+        let file = TopicsFile {
+            version: 1,
+            cluster_id: new_cluster_id(),
+            topics: vec![TopicRecord {
+                name: "t".into(),
+                id: format_uuid(&random_uuid()),
+                partitions: 3,
+                configs: TopicConfig::from_pairs([("retention.ms", Some("1000"))]).expect("valid"),
+            }],
+        };
+        let json = serde_json::to_vec(&file).expect("encode");
+        let back: TopicsFile = serde_json::from_slice(&json).expect("decode");
+        assert_eq!(back, file);
+        assert_eq!(file.cluster_id.len(), 22);
+    }
+}

@@ -1,0 +1,61 @@
+//! ApiVersions (key 18): the APIs and versions this broker serves.
+
+use bytes::Bytes;
+
+use crate::protocol::messages::api_versions::{
+    ApiVersion, ApiVersionsRequest, ApiVersionsResponse,
+};
+use crate::protocol::{encode_response, ErrorCode, SUPPORTED_APIS};
+
+/// API keys the broker has handlers for; the codec may know more.
+pub const SERVED_API_KEYS: &[i16] = &[0, 1, 2, 3, 18, 19, 20, 21, 22, 23, 32, 37, 44, 60];
+
+/// Whether a request of `api_key` is handled (its version was already gated by the codec).
+pub fn is_served(api_key: i16) -> bool {
+    SERVED_API_KEYS.contains(&api_key)
+}
+
+/// The advertised ranges: the codec's table, restricted to the handled APIs.
+pub fn served_versions() -> Vec<ApiVersion> {
+    SUPPORTED_APIS
+        .iter()
+        .filter(|range| is_served(range.api_key))
+        .map(|range| ApiVersion {
+            api_key: range.api_key,
+            min_version: range.min_version,
+            max_version: range.max_version,
+        })
+        .collect()
+}
+
+/// Answers ApiVersions.
+pub fn handle(_request: ApiVersionsRequest) -> ApiVersionsResponse {
+    ApiVersionsResponse {
+        error_code: ErrorCode::None.code(),
+        api_keys: served_versions(),
+        ..Default::default()
+    }
+}
+
+/// The answer to an ApiVersions request at a version newer than served: v0 body with
+/// UNSUPPORTED_VERSION and the served ranges, so the client retries with one it finds there.
+pub fn fallback(correlation_id: i32) -> Vec<Bytes> {
+    let body = ApiVersionsResponse {
+        error_code: ErrorCode::UnsupportedVersion.code(),
+        api_keys: served_versions(),
+        ..Default::default()
+    };
+    encode_response(correlation_id, 0, &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_served_api_has_a_codec_range() {
+        let advertised = served_versions();
+        assert_eq!(advertised.len(), SERVED_API_KEYS.len());
+        assert!(advertised.iter().all(|v| v.min_version <= v.max_version));
+    }
+}

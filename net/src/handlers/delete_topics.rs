@@ -1,0 +1,77 @@
+//! DeleteTopics (key 20): by name (v1–5) or by name or id (v6+).
+
+use std::rc::Rc;
+
+use crate::broker::shard::Shard;
+use crate::handlers::{admin, with_topic_admin};
+use crate::protocol::messages::delete_topics::{
+    DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
+};
+use crate::protocol::{ErrorCode, Uuid};
+
+/// Answers DeleteTopics at `version`.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: DeleteTopicsRequest,
+    version: i16,
+) -> DeleteTopicsResponse {
+    let targets: Vec<(Option<String>, Uuid)> = if version >= 6 {
+        request
+            .topics
+            .into_iter()
+            .map(|t| (t.name, t.topic_id))
+            .collect()
+    } else {
+        request
+            .topic_names
+            .into_iter()
+            .map(|n| (Some(n), Uuid::NIL))
+            .collect()
+    };
+    let mut responses = Vec::with_capacity(targets.len());
+    for (name, topic_id) in targets {
+        let view = shard.view.load();
+        let resolved = match (&name, topic_id) {
+            (Some(name), _) if !name.is_empty() => view.topic(name).map(|t| t.name.to_string()),
+            (_, id) if id != Uuid::NIL => view.topic_by_id(&id).map(|t| t.name.to_string()),
+            _ => None,
+        };
+        let mut result = DeletableTopicResult {
+            name: name.clone(),
+            topic_id,
+            ..Default::default()
+        };
+        match resolved {
+            None => {
+                let code = if topic_id != Uuid::NIL && name.is_none() {
+                    ErrorCode::UnknownTopicId
+                } else {
+                    ErrorCode::UnknownTopicOrPartition
+                };
+                result.error_code = code.code();
+                result.error_message = Some("This server does not host this topic.".into());
+            }
+            Some(resolved_name) => {
+                result.name = Some(resolved_name.clone());
+                let deleted = with_topic_admin(shard, move |admin_shard| async move {
+                    admin(&admin_shard)
+                        .delete(&admin_shard, &resolved_name)
+                        .await
+                })
+                .await;
+                match deleted {
+                    Ok(id) => result.topic_id = id,
+                    Err(error) => {
+                        result.error_code = error.code.code();
+                        result.error_message = Some(error.message);
+                    }
+                }
+            }
+        }
+        responses.push(result);
+    }
+    DeleteTopicsResponse {
+        responses,
+        ..Default::default()
+    }
+}

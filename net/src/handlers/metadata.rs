@@ -1,0 +1,128 @@
+//! Metadata (key 3): brokers, topics and partition leaders; creates unknown topics when the
+//! client allows it and the broker is configured to.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::broker::cluster_view::TopicInfo;
+use crate::broker::shard::Shard;
+use crate::broker::topic_admin::TopicAdmin;
+use crate::broker::topic_config::TopicConfig;
+use crate::handlers::{admin, with_topic_admin, STANDALONE_LEADER_EPOCH};
+use crate::protocol::messages::metadata::{
+    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
+    MetadataResponseTopic,
+};
+use crate::protocol::{ErrorCode, Uuid};
+
+/// Answers Metadata at `version`.
+pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -> MetadataResponse {
+    let config = &shard.config;
+    let view = shard.view.load();
+    let all_topics = match &request.topics {
+        None => true,
+        Some(topics) => version == 0 && topics.is_empty(),
+    };
+    let mut topics = Vec::new();
+    if all_topics {
+        topics.extend(view.topics.values().map(|t| topic_metadata(shard, t)));
+    } else {
+        let auto_create =
+            config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
+        for requested in request.topics.unwrap_or_default() {
+            topics.push(match requested.name {
+                Some(name) if !name.is_empty() || requested.topic_id == Uuid::NIL => {
+                    match view.topic(&name) {
+                        Some(topic) => topic_metadata(shard, topic),
+                        None if auto_create => auto_create_topic(shard, name).await,
+                        None => {
+                            error_topic(Some(name), Uuid::NIL, ErrorCode::UnknownTopicOrPartition)
+                        }
+                    }
+                }
+                _ => match view.topic_by_id(&requested.topic_id) {
+                    Some(topic) => topic_metadata(shard, topic),
+                    None => error_topic(None, requested.topic_id, ErrorCode::UnknownTopicId),
+                },
+            });
+        }
+    }
+    MetadataResponse {
+        brokers: vec![MetadataResponseBroker {
+            node_id: config.node_id,
+            host: config.advertised_host.clone(),
+            port: config.advertised_port,
+            rack: None,
+        }],
+        cluster_id: Some(view.cluster_id.clone()),
+        controller_id: config.node_id,
+        topics,
+        ..Default::default()
+    }
+}
+
+async fn auto_create_topic(shard: &Rc<Shard>, name: String) -> MetadataResponseTopic {
+    if let Err(error) = TopicAdmin::validate_name(&name) {
+        return error_topic(Some(name), Uuid::NIL, error.code);
+    }
+    let partitions = shard.config.default_partitions;
+    let create_name = name.clone();
+    let created = with_topic_admin(shard, move |admin_shard| async move {
+        let created = admin(&admin_shard)
+            .create(
+                &admin_shard,
+                &create_name,
+                partitions,
+                TopicConfig::default(),
+                false,
+            )
+            .await;
+        match created {
+            Ok(topic) => Ok(topic),
+            // Another client created it in the meantime.
+            Err(error) if error.code == ErrorCode::TopicAlreadyExists => admin_shard
+                .view
+                .load()
+                .topic(&create_name)
+                .cloned()
+                .ok_or(error),
+            Err(error) => Err(error),
+        }
+    })
+    .await;
+    match created {
+        Ok(topic) => topic_metadata(shard, &topic),
+        Err(error) => error_topic(Some(name), Uuid::NIL, error.code),
+    }
+}
+
+fn topic_metadata(shard: &Shard, topic: &Arc<TopicInfo>) -> MetadataResponseTopic {
+    let node = shard.config.node_id;
+    MetadataResponseTopic {
+        error_code: ErrorCode::None.code(),
+        name: Some(topic.name.to_string()),
+        topic_id: topic.id,
+        is_internal: false,
+        partitions: (0..topic.partitions)
+            .map(|partition| MetadataResponsePartition {
+                error_code: ErrorCode::None.code(),
+                partition_index: partition,
+                leader_id: node,
+                leader_epoch: STANDALONE_LEADER_EPOCH,
+                replica_nodes: vec![node],
+                isr_nodes: vec![node],
+                offline_replicas: Vec::new(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn error_topic(name: Option<String>, topic_id: Uuid, code: ErrorCode) -> MetadataResponseTopic {
+    MetadataResponseTopic {
+        error_code: code.code(),
+        name,
+        topic_id,
+        ..Default::default()
+    }
+}

@@ -1,0 +1,102 @@
+//! One module per Kafka API: each turns a decoded request into a response.
+//!
+//! Partition-scoped APIs (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords)
+//! group their partitions by owner shard and hop once per shard ([`partition_work`]); topic
+//! changes hop to shard 0, where the topic admin runs.
+
+pub mod api_versions;
+pub mod create_partitions;
+pub mod create_topics;
+pub mod delete_records;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod fetch;
+pub mod incremental_alter_configs;
+pub mod init_producer_id;
+pub mod list_offsets;
+pub mod metadata;
+pub mod offset_for_leader_epoch;
+pub mod partition_work;
+pub mod produce;
+
+use std::future::Future;
+use std::rc::Rc;
+
+use kaas_engine::batch::BatchError;
+use kaas_engine::producer_state::ProducerStateError;
+use kaas_engine::EngineError;
+
+use crate::broker::shard::Shard;
+use crate::broker::topic_admin::{TopicAdmin, TopicError};
+use crate::protocol::ErrorCode;
+
+/// The leader epoch of every partition of a standalone broker.
+pub const STANDALONE_LEADER_EPOCH: i32 = 0;
+
+/// The Kafka error code for an engine failure.
+pub fn error_code(error: &EngineError) -> ErrorCode {
+    match error {
+        EngineError::InvalidBatch(BatchError::TooLarge { .. }) => ErrorCode::MessageTooLarge,
+        EngineError::InvalidBatch(_) => ErrorCode::CorruptMessage,
+        EngineError::ProducerState(ProducerStateError::ProducerFenced { .. }) => {
+            ErrorCode::InvalidProducerEpoch
+        }
+        EngineError::ProducerState(_) => ErrorCode::OutOfOrderSequenceNumber,
+        EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+        EngineError::Closed => ErrorCode::NotLeaderOrFollower,
+        EngineError::Poisoned(_) | EngineError::Corrupt { .. } | EngineError::Io { .. } => {
+            ErrorCode::KafkaStorageError
+        }
+    }
+}
+
+/// Checks a client's `current_leader_epoch` against the partition's (-1 means "not given").
+pub fn check_leader_epoch(current_leader_epoch: i32) -> ErrorCode {
+    match current_leader_epoch {
+        -1 => ErrorCode::None,
+        epoch if epoch > STANDALONE_LEADER_EPOCH => ErrorCode::UnknownLeaderEpoch,
+        epoch if epoch < STANDALONE_LEADER_EPOCH => ErrorCode::FencedLeaderEpoch,
+        _ => ErrorCode::None,
+    }
+}
+
+/// Runs a topic change on shard 0, where the topic admin lives.
+pub async fn with_topic_admin<R, F, Fut>(shard: &Rc<Shard>, change: F) -> Result<R, TopicError>
+where
+    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<R, TopicError>> + 'static,
+    R: Send + 'static,
+{
+    let result = shard
+        .router
+        .call(shard, 0, move |admin_shard| async move {
+            if admin_shard.topic_admin.is_none() {
+                return Err(TopicError {
+                    code: ErrorCode::NotController,
+                    message: "topic changes run on shard 0".into(),
+                });
+            }
+            change(admin_shard).await
+        })
+        .await;
+    result.unwrap_or_else(|| {
+        Err(TopicError {
+            code: ErrorCode::UnknownServerError,
+            message: "broker is shutting down".into(),
+        })
+    })
+}
+
+/// The topic admin of a shard that is known to have one (shard 0).
+pub fn admin(shard: &Shard) -> &TopicAdmin {
+    match &shard.topic_admin {
+        Some(admin) => admin,
+        None => unreachable!("with_topic_admin checks for the admin before calling"),
+    }
+}
+
+/// Wall-clock milliseconds (Kafka timestamps).
+pub fn now_ms() -> i64 {
+    kaas_engine::log_manager::now_ms()
+}

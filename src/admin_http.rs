@@ -1,0 +1,74 @@
+//! The admin HTTP endpoint: `GET /healthz` (JSON) and `GET /metrics` (Prometheus text).
+//!
+//! A plain blocking server on its own thread: it never touches partition files, only the
+//! shards' counters and the cluster view, and it answers one short request per connection.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kaas_net::broker::cluster_view::ClusterView;
+use kaas_net::broker::metrics::{self, ShardMetrics};
+
+/// What the endpoint reports from.
+pub struct AdminState {
+    /// Every shard's counters.
+    pub metrics: Vec<Arc<ShardMetrics>>,
+    /// Reads the current cluster view.
+    pub view: Box<dyn Fn() -> Arc<ClusterView> + Send + Sync>,
+}
+
+/// Binds `addr` and serves it on a new thread.
+pub fn spawn(addr: SocketAddr, state: AdminState) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)?;
+    let bound = listener.local_addr()?;
+    std::thread::Builder::new()
+        .name("kaas-admin-http".into())
+        .spawn(move || {
+            for stream in listener.incoming().flatten() {
+                if let Err(error) = answer(stream, &state) {
+                    tracing::debug!(%error, "admin request failed");
+                }
+            }
+        })?;
+    Ok(bound)
+}
+
+fn answer(stream: TcpStream, state: &AdminState) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
+    let mut reader = BufReader::new(stream.try_clone()?.take(8192));
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    let mut parts = request_line.split_whitespace();
+    let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let (status, content_type, body) = match (method, path) {
+        ("GET", "/healthz") => ("200 OK", "application/json", health(state)),
+        ("GET", "/metrics") => (
+            "200 OK",
+            "text/plain; version=0.0.4",
+            metrics::render(&state.metrics),
+        ),
+        _ => ("404 Not Found", "text/plain", "not found\n".to_string()),
+    };
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()
+}
+
+fn health(state: &AdminState) -> String {
+    let view = (state.view)();
+    let partitions_led: i64 = view.topics.values().map(|t| i64::from(t.partitions)).sum();
+    let partitions_open: i64 = state.metrics.iter().map(|m| m.partitions_open()).sum();
+    format!(
+        "{{\"status\":\"ok\",\"cluster_id\":\"{}\",\"topics\":{},\"partitions_led\":{partitions_led},\"partitions_open\":{partitions_open},\"shards\":{}}}\n",
+        view.cluster_id,
+        view.topics.len(),
+        state.metrics.len()
+    )
+}

@@ -1,0 +1,51 @@
+//! `kaas`: start-up and shut-down wiring only; everything else lives in the crates.
+
+mod admin_http;
+mod cli;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use kaas_net::broker::server::Broker;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = cli::Cli::parse();
+    if std::env::var_os("MY_POD_NAME").is_some() {
+        // Running standalone on a volume other brokers share would let two brokers write one
+        // partition; refuse instead.
+        bail!("MY_POD_NAME is set, but this build has no cluster mode; refusing to start");
+    }
+    let config = cli.broker_config();
+    let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
+    let broker = Broker::start(config.clone()).context("starting the broker")?;
+    let view_source = broker.view_source();
+    let admin = admin_http::spawn(
+        cli.admin_listen,
+        admin_http::AdminState {
+            metrics: broker.metrics(),
+            view: Box::new(move || view_source.load()),
+        },
+    )
+    .with_context(|| format!("binding the admin endpoint {}", cli.admin_listen))?;
+    tracing::info!(
+        kafka = %config.listen,
+        admin = %admin,
+        shards = config.shards,
+        data_dir = ?config.data_dir,
+        "kaas is ready"
+    );
+    if let Some(signal) = signals.forever().next() {
+        tracing::info!(signal, "shutting down: flushing every partition");
+    }
+    broker.stop();
+    tracing::info!("stopped");
+    Ok(())
+}
