@@ -12,7 +12,7 @@ fn main() {
         let dir = PathBuf::from("t/0");
         let log = PartitionLog::open(&storage, &dir, LogConfig::default()).await.unwrap();
         let batch = exact_batch(MIB, 1000);
-        for _ in 0..64 { log.append(&batch, 0, now_ms()).await.unwrap(); }
+        for i in 0..512 { if i % 16 == 15 { log.flush().await.unwrap(); } log.append(&batch, 0, now_ms()).await.unwrap(); }
         log.flush().await.unwrap();
         println!("before checkpoint {:?}", log.offsets());
         log.checkpoint().await.unwrap();
