@@ -58,13 +58,14 @@ impl Cli {
     /// The broker settings these flags mean.
     pub fn broker_config(&self) -> BrokerConfig {
         let mut config = BrokerConfig::new(self.listen);
-        config.advertised_host = self.advertised_host.clone().unwrap_or_else(|| {
-            match self.listen.ip() {
-                IpAddr::V4(Ipv4Addr::UNSPECIFIED) => "localhost".to_string(),
-                ip if ip.is_unspecified() => "localhost".to_string(),
-                ip => ip.to_string(),
-            }
-        });
+        config.advertised_host =
+            self.advertised_host
+                .clone()
+                .unwrap_or_else(|| match self.listen.ip() {
+                    IpAddr::V4(Ipv4Addr::UNSPECIFIED) => "localhost".to_string(),
+                    ip if ip.is_unspecified() => "localhost".to_string(),
+                    ip => ip.to_string(),
+                });
         config.node_id = self.node_id;
         config.data_dir = (!self.in_memory).then(|| self.data_dir.clone());
         config.shards = self

@@ -7,7 +7,11 @@
 //!   fdatasync after each, from a reused aligned buffer, with the same `fallocate(KEEP_SIZE)`
 //!   32 MiB preallocation steps as the engine. A batch smaller than a page rewrites the page
 //!   that holds it (as any O_DIRECT log must), so this is the physical limit for that
-//!   durability.
+//!   durability;
+//! - `raw-ow`: the same raw writes over a file that was written (zeros) and synced
+//!   beforehand, so no write changes the file size or converts a preallocated (unwritten)
+//!   extent: the fdatasync has no metadata to commit. Shown for reference only; it is what
+//!   the segment layout could reach if segments were pre-written rather than fallocated.
 //!
 //! Then the device ceiling (1 MiB O_DIRECT writes, no per-write sync, one fdatasync at the end
 //! of each sample, 1 and 4 writes in flight), and group commit: 8 concurrent appenders
@@ -415,7 +419,9 @@ async fn ceiling_sample(dir: &Path, depth: usize, budget: Budget) -> Sample {
                     if position + WRITE > reserved.get() {
                         let target = (position + WRITE).div_ceil(step) * step;
                         reserved.set(target);
-                        file.pre_allocate(target, true).await.expect("preallocating");
+                        file.pre_allocate(target, true)
+                            .await
+                            .expect("preallocating");
                     }
                     let written = file
                         .write_rc_at(buffer.clone(), position)
@@ -480,7 +486,15 @@ async fn bench(settings: Settings) -> String {
         };
         let batch = Rc::new(exact_batch(16 * KIB, 1000));
         kaas_sample(&storage, batch, 1, 1, Budget::new(&warm, warm.sample_cap)).await;
-        raw_sample(&raw_dir, 16 * KIB, 1, 1, false, Budget::new(&warm, warm.sample_cap)).await;
+        raw_sample(
+            &raw_dir,
+            16 * KIB,
+            1,
+            1,
+            false,
+            Budget::new(&warm, warm.sample_cap),
+        )
+        .await;
     }
 
     let mut single = Vec::new();
@@ -490,7 +504,13 @@ async fn bench(settings: Settings) -> String {
         );
         println!(
             "{:>7} {:>10} {:>10} {:>9} {:>17} {:>17} {:>12}",
-            "batch", "kaas MB/s", "raw MB/s", "kaas/raw", "kaas p50/p99 us", "raw p50/p99 us", "raw-ow MB/s"
+            "batch",
+            "kaas MB/s",
+            "raw MB/s",
+            "kaas/raw",
+            "kaas p50/p99 us",
+            "raw p50/p99 us",
+            "raw-ow MB/s"
         );
         for &size in &settings.sizes {
             let batch = Rc::new(exact_batch(size, 1000));
@@ -555,7 +575,9 @@ async fn bench(settings: Settings) -> String {
     let mut group = Vec::new();
     if settings.runs("group") {
         let n = settings.group_n;
-        println!("\n-- group commit: {n} concurrent appenders, each awaiting durability per batch --");
+        println!(
+            "\n-- group commit: {n} concurrent appenders, each awaiting durability per batch --"
+        );
         println!(
             "{:>7} {:<44} {:>10} {:>10} {:>17}",
             "batch", "variant", "MB/s", "vs 1 app.", "p50/p99 us"
@@ -569,8 +591,10 @@ async fn bench(settings: Settings) -> String {
                 format!("raw, {n} batches per write+fdatasync"),
                 format!("raw, {n} files, write+fdatasync each"),
             ];
-            let mut variants: Vec<(String, Series)> =
-                names.iter().map(|n| (n.clone(), Series::default())).collect();
+            let mut variants: Vec<(String, Series)> = names
+                .iter()
+                .map(|n| (n.clone(), Series::default()))
+                .collect();
             for i in 0..settings.samples {
                 for j in 0..variants.len() {
                     let v = (i + j) % variants.len();
@@ -618,7 +642,9 @@ async fn bench(settings: Settings) -> String {
         .collect();
     let ceiling_json: Vec<String> = ceiling
         .iter()
-        .map(|(depth, json)| format!("{{\"write_bytes\":{MIB},\"in_flight\":{depth},\"result\":{json}}}"))
+        .map(|(depth, json)| {
+            format!("{{\"write_bytes\":{MIB},\"in_flight\":{depth},\"result\":{json}}}")
+        })
         .collect();
     let group_json: Vec<String> = group
         .iter_mut()
@@ -626,7 +652,13 @@ async fn bench(settings: Settings) -> String {
             let variants: Vec<String> = row
                 .variants
                 .iter_mut()
-                .map(|(name, series)| format!("{{\"variant\":{},\"result\":{}}}", json_str(name), series.json()))
+                .map(|(name, series)| {
+                    format!(
+                        "{{\"variant\":{},\"result\":{}}}",
+                        json_str(name),
+                        series.json()
+                    )
+                })
                 .collect();
             format!(
                 "{{\"batch_bytes\":{},\"appenders\":{},\"variants\":[{}]}}",

@@ -7,7 +7,8 @@
 //! checkpoint) and reopens them all from disk, the broker-restart case, and measures again.
 //!
 //! Knobs (environment): `KAAS_BENCH_DIR` (parent of the scratch directory, default /tmp),
-//! `KAAS_IDLE_PARTITIONS` (10000), `KAAS_IDLE_CONCURRENCY` (64), `KAAS_IDLE_BATCH` (1024).
+//! `KAAS_IDLE_PARTITIONS` (10000), `KAAS_IDLE_CONCURRENCY` (64), `KAAS_IDLE_BATCH` (1024; 0
+//! opens the partitions without appending).
 
 mod common;
 
@@ -148,7 +149,12 @@ async fn bench() -> String {
     let (machine_json, machine_text) = machine_facts(&root);
     println!("idle_partition_memory: {machine_text}");
     println!("RLIMIT_NOFILE soft {soft}, hard {hard}; {partitions} partitions, {batch_len}-byte batch each, {concurrency} opened at a time");
-    let batch = Rc::new(exact_batch(batch_len, 1000));
+    // A zero batch size opens the partitions without appending anything.
+    let batch = Rc::new(if batch_len == 0 {
+        Vec::new()
+    } else {
+        exact_batch(batch_len, 1000)
+    });
     let config = LogConfig::default();
 
     settle().await;
@@ -176,9 +182,11 @@ async fn bench() -> String {
                 let log = PartitionLog::open(&storage, &partition_dir(i), config)
                     .await
                     .expect("open");
-                log.append_durable(&batch, 0, now_ms())
-                    .await
-                    .expect("append");
+                if !batch.is_empty() {
+                    log.append_durable(&batch, 0, now_ms())
+                        .await
+                        .expect("append");
+                }
                 logs.borrow_mut()[i] = Some(log);
             }
         })

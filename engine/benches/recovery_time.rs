@@ -43,7 +43,9 @@ async fn append_mib(log: &PartitionLog, batch: &[u8], mib: u64) {
 }
 
 async fn build(storage: &Storage, size_mib: u64, tail_mib: u64, batch: &[u8]) -> Built {
-    let dir = PathBuf::from("topics").join(format!("recovery-{size_mib}")).join("0");
+    let dir = PathBuf::from("topics")
+        .join(format!("recovery-{size_mib}"))
+        .join("0");
     let log = PartitionLog::open(storage, &dir, LogConfig::default())
         .await
         .expect("open");
@@ -109,7 +111,11 @@ async fn bench() -> String {
                 .await
                 .expect("recovering open");
             let elapsed = start.elapsed();
-            assert_eq!(log.offsets().log_end_offset, built.end_offset, "recovered end");
+            assert_eq!(
+                log.offsets().log_end_offset,
+                built.end_offset,
+                "recovered end"
+            );
             drop(log);
             assert_eq!(
                 recovery_point(&root, &built.dir),
@@ -120,7 +126,9 @@ async fn bench() -> String {
         }
     }
 
-    println!("\n-- open (recovery) time, {tail_mib} MiB after the recovery point, {opens} opens each --");
+    println!(
+        "\n-- open (recovery) time, {tail_mib} MiB after the recovery point, {opens} opens each --"
+    );
     println!(
         "{:>9} {:>9} {:>12} {:>12} {:>12} {:>10}",
         "log", "segments", "median ms", "min ms", "max ms", "tail GB/s"

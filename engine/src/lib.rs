@@ -23,5 +23,5 @@ pub mod time_index;
 pub use config::{LogConfig, TimestampType};
 pub use error::{EngineError, Result};
 pub use log::{AppendOutcome, FetchedRecords, LogOffsets, PartitionLog};
-pub use storage::Storage;
 pub use log_manager::{LogManager, PartitionId};
+pub use storage::Storage;

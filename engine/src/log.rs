@@ -162,7 +162,9 @@ struct Shared {
     flush_waiters: RefCell<Vec<oneshot::Sender<()>>>,
     /// Readers waiting for the high watermark to move.
     data_waiters: RefCell<Vec<oneshot::Sender<()>>>,
-    checkpoint_running: Cell<bool>,
+    /// One checkpoint at a time. A caller that finds one running waits and then takes its
+    /// own: the running one may have captured its state before the caller's changes.
+    checkpoint_lock: Semaphore,
 }
 
 /// One partition's log. Cheap to clone (a shared handle on one shard).
@@ -188,7 +190,7 @@ impl PartitionLog {
                 flush_running: Cell::new(false),
                 flush_waiters: RefCell::new(Vec::new()),
                 data_waiters: RefCell::new(Vec::new()),
-                checkpoint_running: Cell::new(false),
+                checkpoint_lock: Semaphore::new(1),
             }),
         })
     }
@@ -413,8 +415,8 @@ impl PartitionLog {
         };
         tracing::debug!(dir = %self.shared.dir.display(), sealed_base, new_base = end, now_ms, "rolled segment");
         let sealing = {
-            let state = self.shared.state.borrow();
-            state.segments.get(&sealed_base).map(Segment::seal_job)
+            let mut state = self.shared.state.borrow_mut();
+            state.segments.get_mut(&sealed_base).map(Segment::seal_job)
         };
         if let Some(job) = sealing {
             if let Err(e) = job.run(&self.shared.storage, &self.shared.dir).await {
@@ -769,12 +771,13 @@ impl PartitionLog {
     /// restart scans only what is appended after it. Writes the active segment's index
     /// entries, a producer-state snapshot and the leader epochs first.
     pub async fn checkpoint(&self) -> Result<()> {
-        if self.shared.checkpoint_running.replace(true) {
-            return Ok(());
-        }
-        let result = self.checkpoint_inner().await;
-        self.shared.checkpoint_running.set(false);
-        result
+        let _running = self
+            .shared
+            .checkpoint_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| EngineError::Closed)?;
+        self.checkpoint_inner().await
     }
 
     async fn checkpoint_inner(&self) -> Result<()> {
@@ -787,7 +790,7 @@ impl PartitionLog {
                 .map_err(|_| EngineError::Closed)?;
             self.flush().await?;
             let (point, snapshot, epochs, index_job) = {
-                let state = self.shared.state.borrow();
+                let mut state = self.shared.state.borrow_mut();
                 state.check_usable()?;
                 let point = RecoveryPoint {
                     offset: state.durable.offset,
@@ -798,7 +801,7 @@ impl PartitionLog {
                     point,
                     state.producers.encode_snapshot(point.offset),
                     state.epochs.encode(),
-                    state.active()?.index_persist_job(),
+                    state.active_mut()?.index_persist_job(),
                 )
             };
             let persisted = index_job

@@ -259,7 +259,10 @@ impl LogManager {
             if due {
                 match log.checkpoint().await {
                     Ok(()) => {
-                        let mark = CheckpointMark { size_bytes, at_ms: now_ms };
+                        let mark = CheckpointMark {
+                            size_bytes,
+                            at_ms: now_ms,
+                        };
                         self.checkpointed_at.borrow_mut().insert(id.clone(), mark);
                     }
                     Err(error) => tracing::warn!(partition = %id, %error, "checkpoint failed"),

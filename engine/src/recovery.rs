@@ -207,7 +207,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             0
         };
         let mut index = if start > 0 {
-            existing_index_prefix(storage, dir, base, start).await?
+            existing_index_prefix(storage, dir, base, start, replay_from).await?
         } else {
             ActiveIndex::empty()
         };
@@ -220,6 +220,11 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             first_append_ms: None,
             index: SegmentIndex::Sealed(None),
         };
+        if let Some(entry) = index.times.last() {
+            if max_timestamp.is_none_or(|(ts, _)| entry.timestamp >= ts) {
+                max_timestamp = Some((entry.timestamp, base + u64::from(entry.rel_offset)));
+            }
+        }
         let stop = scan_segment_from(
             &mut segment,
             &mut index,
@@ -367,12 +372,14 @@ fn segment_holding(bases: &[u64], offset: u64) -> u64 {
         .unwrap_or(bases[0])
 }
 
-/// The persisted index entries of a segment that point below `position`.
+/// The persisted index entries of a segment that describe batches below byte `position`,
+/// which holds offset `offset`.
 async fn existing_index_prefix(
     storage: &Storage,
     dir: &Path,
     base: u64,
     position: u64,
+    offset: u64,
 ) -> Result<ActiveIndex> {
     let mut index = ActiveIndex::empty();
     if let Some(bytes) = storage.map_file(&segment::index_path(dir, base)).await? {
@@ -381,16 +388,15 @@ async fn existing_index_prefix(
             .offsets
             .truncate_to_position(position.min(u32::MAX as u64) as u32);
     }
-    let last_rel = index.offsets.last().map(|e| e.rel_offset);
     if let Some(bytes) = storage
         .map_file(&segment::time_index_path(dir, base))
         .await?
     {
         index.times = TimeIndex::from_bytes(&bytes);
-        match last_rel {
-            Some(rel) => index.times.truncate_to_offset(rel),
-            None => index.times = TimeIndex::new(),
-        }
+        // Kept: entries for batches wholly below `offset`, which include the checkpoint's
+        // entry for the largest timestamp so far.
+        let rel_offset = offset.saturating_sub(base).min(u32::MAX as u64) as u32;
+        index.times.truncate_to_offset(rel_offset);
     }
     index.persisted_offsets = index.offsets.len();
     index.persisted_times = index.times.len();

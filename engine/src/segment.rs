@@ -78,6 +78,9 @@ pub(crate) struct ActiveIndex {
     pub persisted_times: usize,
     /// Log bytes appended since the last offset-index entry.
     pub bytes_since_entry: u64,
+    /// The segment's largest timestamp and the relative offset of the batch that reached
+    /// it, while no time-index entry holds it yet (entries are added only per interval).
+    pub unindexed_max_timestamp: Option<(i64, u32)>,
 }
 
 impl ActiveIndex {
@@ -88,6 +91,7 @@ impl ActiveIndex {
             persisted_offsets: 0,
             persisted_times: 0,
             bytes_since_entry: u64::MAX,
+            unindexed_max_timestamp: None,
         }
     }
 
@@ -101,20 +105,37 @@ impl ActiveIndex {
         interval: u64,
     ) {
         let batch_len = header.total_len() as u64;
+        let last_rel = (header.last_offset() as u64 - segment_base) as u32;
+        let max_unindexed = self
+            .times
+            .last()
+            .is_none_or(|e| max_timestamp_so_far > e.timestamp);
         if self.bytes_since_entry >= interval {
             let rel_offset = (header.base_offset as u64 - segment_base) as u32;
             let _ = self.offsets.append(rel_offset, position as u32);
-            let last_rel = (header.last_offset() as u64 - segment_base) as u32;
-            if self
-                .times
-                .last()
-                .is_none_or(|e| max_timestamp_so_far > e.timestamp)
-            {
+            if max_unindexed {
                 let _ = self.times.maybe_append(max_timestamp_so_far, last_rel);
             }
+            self.unindexed_max_timestamp = None;
             self.bytes_since_entry = 0;
+        } else if max_unindexed
+            && self
+                .unindexed_max_timestamp
+                .is_none_or(|(timestamp, _)| max_timestamp_so_far > timestamp)
+        {
+            self.unindexed_max_timestamp = Some((max_timestamp_so_far, last_rel));
         }
         self.bytes_since_entry = self.bytes_since_entry.saturating_add(batch_len);
+    }
+
+    /// Adds the time-index entry for the segment's largest timestamp if the sparse entries
+    /// stop short of it. The index files are where a restart learns a segment's largest
+    /// timestamp (for time retention and lookups by time), so this runs before they are
+    /// written: at each checkpoint and when the segment is sealed.
+    pub fn index_max_timestamp(&mut self) {
+        if let Some((timestamp, rel_offset)) = self.unindexed_max_timestamp.take() {
+            let _ = self.times.maybe_append(timestamp, rel_offset);
+        }
     }
 }
 
@@ -209,7 +230,10 @@ impl Segment {
     }
 
     /// What must be written so the index files hold every in-memory entry.
-    pub fn index_persist_job(&self) -> IndexPersistJob {
+    pub fn index_persist_job(&mut self) -> IndexPersistJob {
+        if let SegmentIndex::Active(index) = &mut self.index {
+            index.index_max_timestamp();
+        }
         let (offsets, times, persisted) = match &self.index {
             SegmentIndex::Active(index) => (
                 index.offsets.encode_from(index.persisted_offsets),
@@ -240,7 +264,7 @@ impl Segment {
     }
 
     /// What sealing this segment takes: exact file size, complete indexes, all synced.
-    pub fn seal_job(&self) -> SealJob {
+    pub fn seal_job(&mut self) -> SealJob {
         SealJob {
             file: self.file.clone(),
             size: self.size,

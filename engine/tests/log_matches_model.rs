@@ -37,15 +37,28 @@ enum Op {
         value_len: u16,
     },
     /// Sends the producer's last batch again.
-    RetryLast { producer: usize },
+    RetryLast {
+        producer: usize,
+    },
     Flush,
-    Read { pick: u32, max_bytes: u32 },
-    ReadOutOfRange { below: bool, by: u8 },
+    Read {
+        pick: u32,
+        max_bytes: u32,
+    },
+    ReadOutOfRange {
+        below: bool,
+        by: u8,
+    },
     /// Rolls the active segment through `roll_if_aged` with `segment.ms` = 0.
     Roll,
     /// Retention by bytes with a limit of `percent` of the current size.
-    RetainBytes { percent: u8 },
-    DeleteRecords { pick: u32, beyond_high_watermark: bool },
+    RetainBytes {
+        percent: u8,
+    },
+    DeleteRecords {
+        pick: u32,
+        beyond_high_watermark: bool,
+    },
     Checkpoint,
     Reopen,
     Crash,
@@ -172,7 +185,11 @@ impl Model {
             self.roll();
         }
         let base = self.end;
-        if self.epochs.last().is_none_or(|(e, _)| *e < self.leader_epoch) {
+        if self
+            .epochs
+            .last()
+            .is_none_or(|(e, _)| *e < self.leader_epoch)
+        {
             self.epochs.push((self.leader_epoch, base));
         }
         for produced in request {
@@ -211,7 +228,10 @@ impl Model {
 
     fn end_offset_for_epoch(&self, epoch: i32) -> Option<(i32, u64)> {
         let index = self.epochs.iter().rposition(|(e, _)| *e <= epoch)?;
-        let end = self.epochs.get(index + 1).map_or(self.end, |(_, start)| *start);
+        let end = self
+            .epochs
+            .get(index + 1)
+            .map_or(self.end, |(_, start)| *start);
         Some((self.epochs[index].0, end))
     }
 
@@ -381,7 +401,8 @@ impl Harness {
                 self.log().set_config(config);
                 let active = self.model.segments.last().expect("a segment");
                 let rolls = active.size > 0
-                    && (self.model.active_appended || active.size > self.model.config.segment_bytes);
+                    && (self.model.active_appended
+                        || active.size > self.model.config.segment_bytes);
                 if rolls {
                     self.model.roll();
                 }
@@ -467,7 +488,10 @@ impl Harness {
         assert_eq!(fetched.log_start_offset, model.log_start);
         let batches = split_batches(&fetched.chunks);
         if offset >= model.high_watermark {
-            assert!(batches.is_empty(), "read at {offset} past the high watermark");
+            assert!(
+                batches.is_empty(),
+                "read at {offset} past the high watermark"
+            );
             return;
         }
         assert!(!batches.is_empty(), "read at {offset} returned nothing");
@@ -533,7 +557,11 @@ impl Harness {
         assert_eq!(read.len(), durable.len(), "number of readable batches");
         for (found, expected) in read.iter().zip(durable) {
             assert_eq!(found.base_offset, expected.base);
-            assert!(found.bytes[..] == expected.stored[..], "batch {}", expected.base);
+            assert!(
+                found.bytes[..] == expected.stored[..],
+                "batch {}",
+                expected.base
+            );
         }
     }
 }

@@ -45,10 +45,9 @@ where
     T: Clone,
 {
     match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v
-            .split(',')
-            .filter_map(|s| s.trim().parse().ok())
-            .collect(),
+        Ok(v) if !v.trim().is_empty() => {
+            v.split(',').filter_map(|s| s.trim().parse().ok()).collect()
+        }
         _ => default.to_vec(),
     }
 }
@@ -166,6 +165,16 @@ pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }
 
+/// The 1, 5 and 15 minute load averages (other work on the machine skews timings).
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Where reports go: `<target>/kaas-bench/`, found from the running executable
 /// (`<target>/<profile>/deps/<bench>-<hash>`), or `CARGO_TARGET_DIR`.
 pub fn report_dir() -> PathBuf {
@@ -187,7 +196,11 @@ pub fn write_report(name: &str, json: &str) {
     let dir = report_dir();
     let path = dir.join(format!("{name}.json"));
     match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, json)) {
-        Ok(()) => println!("\nreport: {}", path.display()),
+        Ok(()) => println!(
+            "\nload average at the end {}\nreport: {}",
+            loadavg(),
+            path.display()
+        ),
         Err(e) => eprintln!("could not write {}: {e}", path.display()),
     }
 }
@@ -200,15 +213,17 @@ pub fn machine_facts(data_dir: &Path) -> (String, String) {
         .trim()
         .to_string();
     let device = mount_device(data_dir);
+    let load = loadavg();
     let text = format!(
-        "cpus {nproc}, kernel {kernel}, data dir {} on {device}",
+        "cpus {nproc}, kernel {kernel}, data dir {} on {device}, load average {load}",
         data_dir.display()
     );
     let json = format!(
-        "{{\"cpus\":{nproc},\"kernel\":{},\"data_dir\":{},\"device\":{}}}",
+        "{{\"cpus\":{nproc},\"kernel\":{},\"data_dir\":{},\"device\":{},\"loadavg_at_start\":{}}}",
         json_str(&kernel),
         json_str(&data_dir.display().to_string()),
-        json_str(&device)
+        json_str(&device),
+        json_str(&load)
     );
     (json, text)
 }

@@ -182,13 +182,19 @@ pub async fn read_all(log: &PartitionLog, from: u64, max_bytes: usize) -> Vec<Re
     while offset < high_watermark {
         let fetched = log.read(offset, max_bytes).await.expect("read");
         let batches = split_batches(&fetched.chunks);
-        assert!(!batches.is_empty(), "no data at {offset} below {high_watermark}");
+        assert!(
+            !batches.is_empty(),
+            "no data at {offset} below {high_watermark}"
+        );
         for found in batches {
             match out.last() {
                 Some(last) => assert_eq!(found.base_offset, last.next_offset, "offset gap"),
                 None => assert!(found.base_offset <= offset && offset < found.next_offset),
             }
-            assert!(found.next_offset <= high_watermark, "read past the high watermark");
+            assert!(
+                found.next_offset <= high_watermark,
+                "read past the high watermark"
+            );
             offset = found.next_offset;
             out.push(found);
         }

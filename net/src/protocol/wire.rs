@@ -221,7 +221,9 @@ impl Encoder {
         self.buf.put_u8(v as u8);
     }
 
-    /// Writes a length prefix (see [`read_length`]); `None` writes null.
+    /// Writes a length prefix (see [`read_length`]); `None` writes null. Lengths beyond what
+    /// the prefix can hold (a non-compact string over 32767 bytes) are invalid in Kafka and are
+    /// clamped, which makes the frame undecodable rather than silently different.
     pub fn put_length(&mut self, len: Option<usize>, flexible: bool, short: bool) {
         match (len, flexible) {
             (None, true) => self.put_uvarint(0),

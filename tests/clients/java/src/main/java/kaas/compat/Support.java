@@ -17,6 +17,7 @@ import java.util.function.BooleanSupplier;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -154,7 +155,11 @@ final class Support {
         waitForTopic(admin, topic, partitions);
     }
 
-    /** Waits until Metadata shows the topic with the given number of partitions, all with a leader. */
+    /**
+     * Waits until Metadata shows the topic with the given number of partitions, all with a leader,
+     * and every partition answers ListOffsets. (Real Kafka may report a leader in Metadata a moment
+     * before the partition accepts requests; an acks=0 produce in that window is dropped.)
+     */
     static void waitForTopic(Admin admin, String topic, int partitions) {
         waitUntil("topic " + topic + " with " + partitions + " partitions and leaders", Duration.ofSeconds(30), () -> {
             try {
@@ -164,6 +169,9 @@ final class Support {
                 return false;
             }
         });
+        Map<TopicPartition, OffsetSpec> specs = new HashMap<>();
+        for (TopicPartition tp : partitions(topic, partitions)) specs.put(tp, OffsetSpec.latest());
+        await(admin.listOffsets(specs).all(), "listOffsets on the new partitions of " + topic);
     }
 
     /**

@@ -1,0 +1,213 @@
+//! Hostile or malformed input gets a Kafka error code or a closed connection, never a crash,
+//! and stored data is untouched.
+
+mod support;
+
+use bytes::Bytes;
+use kaas_engine::batch::{encode_batch_for_tests, BatchHeader};
+use kaas_net::protocol::messages::api_versions::ApiVersionsRequest;
+use kaas_net::protocol::messages::create_topics::{
+    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
+};
+use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
+use kaas_net::protocol::messages::produce::{
+    PartitionProduceData, ProduceRequest, TopicProduceData,
+};
+use kaas_net::protocol::{ErrorCode, Response};
+use support::{Kaas, WireClient};
+
+fn hex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(body);
+    frame
+}
+
+fn assert_still_serving(kaas: &Kaas) {
+    let mut client = kaas.client();
+    match client.call(3, &ApiVersionsRequest::default()) {
+        Response::ApiVersions(r) => assert_eq!(r.error_code, 0),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn hostile_frames_close_the_connection_and_the_broker_survives() {
+    let kaas = Kaas::start(None, &["--max-request-bytes", "1048576"]);
+    let hostile: Vec<Vec<u8>> = vec![
+        framed(&hex("000300000000000100007fffffff")),
+        framed(&hex("0000000b00000001ffff0000ffff00007530ffffffff0f")),
+        framed(&hex(
+            "0001001000000001ffff00000001f40000000103200000000000000000000000ffffffff0f",
+        )),
+        framed(&hex(
+            "0044000000000001ffff0002670100000000000000007530ffffffff0f",
+        )),
+        framed(&[]),
+        framed(&hex("0012")),
+        framed(&hex("03e7000000000001ffff")), // unknown API key 999
+        (-5i32).to_be_bytes().to_vec(),       // negative size
+        (2 * 1048576i32).to_be_bytes().to_vec(), // over socket.request.max.bytes
+    ];
+    for frame in hostile {
+        let mut client = kaas.client();
+        client.send_raw(&frame).expect("send");
+        assert!(
+            client.is_closed_by_peer(),
+            "frame {frame:02x?} should close the connection"
+        );
+    }
+    assert_still_serving(&kaas);
+}
+
+#[test]
+fn api_versions_newer_than_served_is_answered_in_v0() {
+    let kaas = Kaas::start(None, &[]);
+    let mut client = kaas.client();
+    // ApiVersions v99, correlation id 7, client id "x".
+    client
+        .send_raw(&framed(&hex("0012006300000007000178")))
+        .expect("send");
+    let frame = client.read_frame().expect("an answer");
+    let (correlation_id, response) =
+        kaas_net::protocol::decode_response(18, 0, frame).expect("v0 response");
+    assert_eq!(correlation_id, 7);
+    let Response::ApiVersions(response) = response else {
+        panic!("not ApiVersions")
+    };
+    assert_eq!(response.error_code, ErrorCode::UnsupportedVersion.code());
+    assert!(
+        response.api_keys.iter().any(|k| k.api_key == 0),
+        "Produce advertised"
+    );
+}
+
+fn create_topic(client: &mut WireClient, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+    let request = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: 1,
+            configs: configs
+                .iter()
+                .map(|(k, v)| CreatableTopicConfig {
+                    name: k.to_string(),
+                    value: Some(v.to_string()),
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    match client.call(7, &request) {
+        Response::CreateTopics(r) => assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0]),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn produce(
+    client: &mut WireClient,
+    topic: &str,
+    batches: Vec<(i32, Vec<u8>)>,
+) -> Vec<(i32, i16, i64)> {
+    let request = ProduceRequest {
+        acks: -1,
+        timeout_ms: 10_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: batches
+                .into_iter()
+                .map(|(index, records)| PartitionProduceData {
+                    index,
+                    records: Some(Bytes::from(records)),
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    match client.call(9, &request) {
+        Response::Produce(r) => r.responses[0]
+            .partition_responses
+            .iter()
+            .map(|p| (p.index, p.error_code, p.base_offset))
+            .collect(),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn fetch_all(client: &mut WireClient, topic: &str, partition: i32) -> Vec<Bytes> {
+    let request = FetchRequest {
+        max_wait_ms: 0,
+        min_bytes: 0,
+        max_bytes: 50 << 20,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            partitions: vec![FetchPartition {
+                partition,
+                fetch_offset: 0,
+                partition_max_bytes: 50 << 20,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    match client.call(12, &request) {
+        Response::Fetch(r) => {
+            let data = &r.responses[0].partitions[0];
+            assert_eq!(data.error_code, 0);
+            let records = data.records.clone().unwrap_or_default();
+            kaas_engine::batch::scan_batches(&records, 0)
+                .map(|b| records.slice(b.position as usize..b.position as usize + b.total_len))
+                .collect()
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn a_corrupt_batch_fails_only_its_partition_and_stored_data_is_untouched() {
+    let kaas = Kaas::start(None, &[]);
+    let mut client = kaas.client();
+    create_topic(&mut client, "guarded", 2, &[("max.message.bytes", "2000")]);
+    let good = encode_batch_for_tests(&[(Some(b"k"), Some(b"first"))], 1_000, -1, 0, -1);
+    assert_eq!(
+        produce(&mut client, "guarded", vec![(0, good.clone())]),
+        vec![(0, 0, 0)]
+    );
+
+    let mut flipped = encode_batch_for_tests(&[(Some(b"k"), Some(b"evil"))], 1_000, -1, 0, -1);
+    let last = flipped.len() - 1;
+    flipped[last] ^= 0x40;
+    let second = encode_batch_for_tests(&[(None, Some(b"second"))], 2_000, -1, 0, -1);
+    let results = produce(&mut client, "guarded", vec![(0, flipped), (1, second)]);
+    assert_eq!(results[0].1, ErrorCode::CorruptMessage.code());
+    assert_eq!(results[1], (1, 0, 0));
+
+    // A header claiming 2^31-1 records with no record bytes.
+    let mut liar = encode_batch_for_tests(&[(None, Some(b"x"))], 1_000, -1, 0, -1);
+    liar[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+    liar[23..27].copy_from_slice(&(i32::MAX - 1).to_be_bytes());
+    let results = produce(&mut client, "guarded", vec![(0, liar)]);
+    assert_eq!(results[0].1, ErrorCode::CorruptMessage.code());
+
+    let big_value = vec![7u8; 5000];
+    let oversized = encode_batch_for_tests(&[(None, Some(&big_value))], 1_000, -1, 0, -1);
+    let results = produce(&mut client, "guarded", vec![(0, oversized)]);
+    assert_eq!(results[0].1, ErrorCode::MessageTooLarge.code());
+
+    let stored = fetch_all(&mut client, "guarded", 0);
+    assert_eq!(stored.len(), 1, "only the first good batch is stored");
+    let header = BatchHeader::parse(&stored[0]).expect("header");
+    assert_eq!(header.base_offset, 0);
+    assert_eq!(&stored[0][61..], &good[61..], "records stored verbatim");
+    assert_still_serving(&kaas);
+}

@@ -1,0 +1,208 @@
+//! Shared by the integration tests: a real `kaas` process and a minimal blocking Kafka
+//! client built on kaas-net's codec (for byte-level cases real clients cannot send).
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use kaas_net::protocol::{decode_response, encode_request, ApiMessage, RequestHeader, Response};
+
+/// A free loopback port (bound and released; good enough for tests on one machine).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A `kaas` broker process, killed when dropped.
+pub struct Kaas {
+    child: Option<Child>,
+    pub kafka: SocketAddr,
+    pub admin: SocketAddr,
+    pub data_dir: Option<PathBuf>,
+    extra: Vec<String>,
+}
+
+impl Kaas {
+    /// Starts a broker on `data_dir` (in memory when `None`) and waits until it is ready.
+    pub fn start(data_dir: Option<&Path>, extra: &[&str]) -> Kaas {
+        let mut kaas = Kaas {
+            child: None,
+            kafka: SocketAddr::from(([127, 0, 0, 1], free_port())),
+            admin: SocketAddr::from(([127, 0, 0, 1], free_port())),
+            data_dir: data_dir.map(Path::to_path_buf),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        kaas.launch();
+        kaas
+    }
+
+    fn launch(&mut self) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kaas"));
+        command
+            .arg("--listen")
+            .arg(self.kafka.to_string())
+            .arg("--admin-listen")
+            .arg(self.admin.to_string())
+            .args(&self.extra)
+            .env_remove("MY_POD_NAME")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        match &self.data_dir {
+            Some(dir) => command.arg("--data-dir").arg(dir),
+            None => command.arg("--in-memory"),
+        };
+        self.child = Some(command.spawn().expect("spawn kaas"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("kaas exited during start-up: {status}");
+            }
+            if http_get(self.admin, "/healthz").is_some_and(|(code, _)| code == 200) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("kaas did not become ready");
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns whether it exited with success.
+    pub fn terminate(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else {
+            return false;
+        };
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status.success();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        false
+    }
+
+    /// SIGKILL: no flush, no checkpoint.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the broker again on the same ports and data directory.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "stop the broker first");
+        self.launch();
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+
+    /// A connected protocol client.
+    pub fn client(&self) -> WireClient {
+        WireClient::connect(self.kafka)
+    }
+}
+
+impl Drop for Kaas {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// `GET path` on the admin endpoint: (status code, body).
+pub fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let code = text.split_whitespace().nth(1)?.parse().ok()?;
+    let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    Some((code, body))
+}
+
+/// A blocking Kafka protocol client over one connection.
+pub struct WireClient {
+    pub stream: TcpStream,
+    correlation_id: i32,
+}
+
+impl WireClient {
+    pub fn connect(addr: SocketAddr) -> WireClient {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        WireClient {
+            stream,
+            correlation_id: 0,
+        }
+    }
+
+    /// Sends `body` at `version` and returns the decoded response.
+    pub fn call<R: ApiMessage>(&mut self, version: i16, body: &R) -> Response {
+        self.try_call(version, body).expect("a response")
+    }
+
+    /// Like [`WireClient::call`], but `None` when the connection fails.
+    pub fn try_call<R: ApiMessage>(&mut self, version: i16, body: &R) -> Option<Response> {
+        self.correlation_id += 1;
+        let header = RequestHeader {
+            api_key: R::API_KEY,
+            api_version: version,
+            correlation_id: self.correlation_id,
+            client_id: Some("kaas-tests".into()),
+        };
+        for chunk in encode_request(&header, body) {
+            self.stream.write_all(&chunk).ok()?;
+        }
+        let frame = self.read_frame()?;
+        let (correlation_id, response) =
+            decode_response(R::API_KEY, version, frame).expect("decodable response");
+        assert_eq!(correlation_id, self.correlation_id);
+        Some(response)
+    }
+
+    /// Writes raw bytes.
+    pub fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)
+    }
+
+    /// Reads one response frame (without its size prefix); `None` on EOF or error.
+    pub fn read_frame(&mut self) -> Option<Bytes> {
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).ok()?;
+        let mut frame = vec![0u8; i32::from_be_bytes(size) as usize];
+        self.stream.read_exact(&mut frame).ok()?;
+        Some(Bytes::from(frame))
+    }
+
+    /// True when the broker closed the connection (EOF or reset) within the read timeout.
+    pub fn is_closed_by_peer(&mut self) -> bool {
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let mut byte = [0u8; 1];
+        matches!(self.stream.read(&mut byte), Ok(0) | Err(_))
+    }
+}
