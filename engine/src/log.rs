@@ -781,7 +781,7 @@ impl PartitionLog {
     }
 
     async fn checkpoint_inner(&self) -> Result<()> {
-        let (point, snapshot, epochs, index_job) = {
+        let (point, snapshot, epochs) = {
             let _permit = self
                 .shared
                 .append_lock
@@ -792,9 +792,21 @@ impl PartitionLog {
             let (point, snapshot, epochs, index_job) = {
                 let mut state = self.shared.state.borrow_mut();
                 state.check_usable()?;
+                // Right after a roll the durable point is the end of the sealed segment, but
+                // recovery looks the offset up in the new (empty) segment starting there.
+                let holding = state
+                    .segments
+                    .range(..=state.durable.offset)
+                    .next_back()
+                    .map(|(base, _)| *base);
+                let position = if holding == Some(state.durable.segment_base) {
+                    state.durable.position
+                } else {
+                    0
+                };
                 let point = RecoveryPoint {
                     offset: state.durable.offset,
-                    position: state.durable.position,
+                    position,
                     log_start_offset: state.log_start_offset,
                 };
                 (
@@ -810,9 +822,8 @@ impl PartitionLog {
             if let Ok(active) = self.shared.state.borrow_mut().active_mut() {
                 active.mark_index_persisted(persisted);
             }
-            (point, snapshot, epochs, ())
+            (point, snapshot, epochs)
         };
-        let _ = index_job;
         let storage = &self.shared.storage;
         let dir = &self.shared.dir;
         storage

@@ -103,10 +103,18 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         },
         None => None,
     };
-    let mut epochs = match storage.read_small(&dir.join(LEADER_EPOCH_FILE)).await? {
-        Some(bytes) => LeaderEpochCache::decode(&bytes).unwrap_or_default(),
-        None => LeaderEpochCache::default(),
+    let epochs = match storage.read_small(&dir.join(LEADER_EPOCH_FILE)).await? {
+        Some(bytes) => LeaderEpochCache::decode(&bytes).ok(),
+        None => None,
     };
+    // Every checkpoint writes the epochs before the recovery point, and they cover the log
+    // up to it: when they are missing or corrupt, only a scan of the whole log rebuilds the
+    // epochs below the point.
+    let epochs_lost = checkpoint.is_some() && epochs.is_none();
+    if epochs_lost {
+        tracing::warn!(dir = %dir.display(), "leader epochs missing or corrupt; recovering the whole log");
+    }
+    let mut epochs = epochs.unwrap_or_default();
 
     let mut bases = listing.segment_bases.clone();
     if bases.is_empty() {
@@ -120,7 +128,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
 
     // Where the validating scan starts: the recovery point, unless the producer snapshot is
     // older (then from the start of the segment holding the snapshot's offset).
-    let point = checkpoint.filter(|c| c.offset >= first_base);
+    let point = checkpoint.filter(|c| c.offset >= first_base && !epochs_lost);
     let snapshot = match point {
         Some(p) => load_snapshot(storage, dir, &listing.snapshots, p.offset).await?,
         None => None,
@@ -149,10 +157,27 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         }
         other => other,
     };
-    let (scan_segment, scan_position, replay_from, snapshot) = match located {
+    let (mut scan_segment, mut scan_position, replay_from, snapshot) = match located {
         Some((segment, position, replay_from)) => (segment, position, replay_from, snapshot),
         None => (first_base, 0, first_base, None),
     };
+    // Indexes are derived data. Those of the segments recovery does not scan are trusted,
+    // so when one of them is missing or damaged the scan starts at that segment instead,
+    // which rebuilds it.
+    let mut trusted_indexes = std::collections::BTreeMap::new();
+    for &base in bases.iter().filter(|b| **b <= scan_segment) {
+        if base == scan_segment && scan_position == 0 {
+            break;
+        }
+        let loaded = segment::SealedIndex::load(storage, dir, base).await?;
+        if !loaded.is_intact() {
+            tracing::warn!(dir = %dir.display(), base, "missing or damaged segment index; rebuilding it");
+            scan_segment = base;
+            scan_position = 0;
+            break;
+        }
+        trusted_indexes.insert(base, loaded);
+    }
     let mut producers = snapshot.map(|(_, table)| table).unwrap_or_default();
     let scan_start_offset = if scan_position == 0 {
         scan_segment
@@ -176,7 +201,10 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             .map_err(|e| EngineError::io("sizing a segment", e))?;
         if base < scan_segment {
             let next = bases.get(i + 1).copied().unwrap_or(base);
-            let loaded = segment::SealedIndex::load(storage, dir, base).await?;
+            let loaded = match trusted_indexes.remove(&base) {
+                Some(loaded) => loaded,
+                None => segment::SealedIndex::load(storage, dir, base).await?,
+            };
             let max_ts = loaded.last_timestamp().unwrap_or(-1);
             if max_timestamp.is_none_or(|(ts, _)| max_ts >= ts) && max_ts >= 0 {
                 max_timestamp = Some((max_ts, next.saturating_sub(1)));
@@ -367,8 +395,7 @@ fn segment_holding(bases: &[u64], offset: u64) -> u64 {
     bases
         .iter()
         .copied()
-        .filter(|b| *b <= offset)
-        .next_back()
+        .rfind(|b| *b <= offset)
         .unwrap_or(bases[0])
 }
 
@@ -465,9 +492,10 @@ async fn scan_segment_from(
         let mut scan = batch::scan_batches(&bytes, position);
         for found in scan.by_ref() {
             let header = found.header;
-            if header.base_offset < 0 || (header.base_offset as u64) < segment.next_offset {
+            // `baseOffset` is outside the batch CRC: density is what vouches for it.
+            if header.base_offset < 0 || header.base_offset as u64 != segment.next_offset {
                 return Ok(ScanStop::Corrupt(batch::BatchError::InvalidRecords(
-                    "offsets go backwards",
+                    "offsets are not dense",
                 )));
             }
             index.record(

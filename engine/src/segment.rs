@@ -160,6 +160,26 @@ impl SealedIndex {
             .map(|e| e.position as u64)
     }
 
+    /// Whether both index files exist, are not empty and hold only valid entries. Recovery
+    /// takes a sealed segment's newest timestamp from its time index and reads through its
+    /// offset index without checking them against the log, so a missing or damaged one is
+    /// rebuilt rather than believed. (An index cut at an entry boundary still passes: it
+    /// looks like a valid, shorter index.)
+    pub fn is_intact(&self) -> bool {
+        fn whole(bytes: Option<&[u8]>, entry_len: usize, valid: fn(&[u8]) -> usize) -> bool {
+            bytes.is_some_and(|b| !b.is_empty() && valid(b) * entry_len == b.len())
+        }
+        whole(
+            self.offsets.as_deref(),
+            OFFSET_INDEX_ENTRY_LEN,
+            crate::offset_index::valid_prefix_len,
+        ) && whole(
+            self.times.as_deref(),
+            TIME_INDEX_ENTRY_LEN,
+            crate::time_index::valid_prefix_len,
+        )
+    }
+
     /// The last valid time-index entry's timestamp.
     pub fn last_timestamp(&self) -> Option<i64> {
         let bytes = self.times.as_deref()?;

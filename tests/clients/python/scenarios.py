@@ -1,0 +1,772 @@
+#!/usr/bin/env python3
+"""librdkafka (confluent-kafka for Python) compatibility scenarios.
+
+    python3 scenarios.py --bootstrap 127.0.0.1:9092 --scenario all
+    python3 scenarios.py --bootstrap 127.0.0.1:9092 --scenario errors --records 500 --seed 7
+
+Each scenario checks its own results and prints ``PASS <scenario>``; on any mismatch it prints
+``FAIL <scenario>: <reason>`` and exits 1. Topics get random suffixes so scenarios can run one
+after another against the same broker, and every wait is bounded.
+
+Consumers never join a group: they use assign() with explicit offsets, never subscribe() and
+never commit. confluent-kafka refuses to build a Consumer without group.id, so a throw-away
+group.id is set; nothing here depends on the group coordinator.
+"""
+
+import argparse
+import random
+import sys
+import threading
+import time
+import traceback
+import uuid
+
+import confluent_kafka
+from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaError,
+                             KafkaException, Producer, TopicCollection, TopicPartition)
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   ConfigSource, NewPartitions, NewTopic, OffsetSpec)
+
+OP_TIMEOUT = 30.0
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+class Failure(Exception):
+    """A mismatch between what the broker did and what the scenario expects."""
+
+
+def check(cond, msg, *args):
+    if not cond:
+        raise Failure(msg % args if args else msg)
+
+
+def check_eq(expected, actual, what):
+    if expected != actual:
+        raise Failure(f"{what}: expected {expected!r} but got {actual!r}")
+
+
+def short(b):
+    if b is None:
+        return "None"
+    return b[:16].hex() + (f"...({len(b)} bytes)" if len(b) > 16 else "")
+
+
+def unique_topic(name):
+    return f"py-{name}-{uuid.uuid4().hex[:10]}"
+
+
+def wait_until(what, timeout, cond, interval=0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        if cond():
+            return
+        if time.monotonic() > deadline:
+            raise Failure(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+def result(fut, what):
+    """Waits for an admin future; raises Failure on error or time-out."""
+    try:
+        return fut.result(timeout=OP_TIMEOUT)
+    except KafkaException as e:
+        raise Failure(f"{what} failed: {e.args[0]}") from e
+    except Exception as e:  # concurrent.futures.TimeoutError and friends
+        raise Failure(f"{what} failed: {e!r}") from e
+
+
+def expect_error(fut, code, what):
+    """Waits for an admin future that must fail with the given KafkaError code."""
+    try:
+        value = fut.result(timeout=OP_TIMEOUT)
+    except KafkaException as e:
+        err = e.args[0]
+        check(err.code() == code, "%s: expected %s but got %s", what, KafkaError(code).name(), err)
+        return err
+    except Exception as e:
+        raise Failure(f"{what}: expected {KafkaError(code).name()} but got {e!r}") from e
+    raise Failure(f"{what}: expected {KafkaError(code).name()} but it succeeded with {value!r}")
+
+
+class Ctx:
+    def __init__(self, bootstrap, records, seed):
+        self.bootstrap = bootstrap
+        self.records = records
+        self.seed = seed
+
+    def rnd(self, salt):
+        return random.Random(f"{self.seed}-{salt}")
+
+    def admin(self):
+        return AdminClient({"bootstrap.servers": self.bootstrap, "client.id": "kaas-py-admin"})
+
+    def producer(self, **overrides):
+        conf = {"bootstrap.servers": self.bootstrap, "client.id": "kaas-py-producer",
+                "enable.idempotence": True, "acks": "all", "message.timeout.ms": 60000}
+        conf.update({k.replace("_", "."): v for k, v in overrides.items()})
+        return Producer(conf)
+
+    def consumer(self, **overrides):
+        conf = {"bootstrap.servers": self.bootstrap, "client.id": "kaas-py-consumer",
+                "group.id": "kaas-py-unused-" + uuid.uuid4().hex[:8],
+                "enable.auto.commit": False, "enable.auto.offset.store": False,
+                "auto.offset.reset": "earliest"}
+        conf.update({k.replace("_", "."): v for k, v in overrides.items()})
+        return Consumer(conf)
+
+
+# ---- topics --------------------------------------------------------------------------------
+
+def create_topic(ctx, admin, topic, partitions, config=None):
+    fs = admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})],
+                             operation_timeout=OP_TIMEOUT, request_timeout=OP_TIMEOUT)
+    result(fs[topic], f"create_topics {topic}")
+    wait_for_topic(admin, topic, partitions)
+
+
+def wait_for_topic(admin, topic, partitions):
+    """Waits until Metadata shows every partition with a leader and each answers ListOffsets.
+
+    Real Kafka can list a leader a moment before the partition accepts requests; an acks=0
+    produce in that window is silently dropped, so every scenario waits for this first.
+    """
+    def ready():
+        md = admin.list_topics(topic, timeout=10)
+        t = md.topics.get(topic)
+        return (t is not None and t.error is None and len(t.partitions) == partitions
+                and all(p.leader >= 0 for p in t.partitions.values()))
+    wait_until(f"topic {topic} with {partitions} partitions", 30, ready, 0.2)
+
+    def offsets_ok():
+        fs = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)},
+                                request_timeout=10)
+        try:
+            for f in fs.values():
+                f.result(timeout=15)
+            return True
+        except Exception:
+            return False
+    wait_until(f"ListOffsets on {topic}", 30, offsets_ok, 0.2)
+
+
+# ---- records -------------------------------------------------------------------------------
+
+HEADER_CHARS = "abcdefghijklmnopqrstuvwxyz-_.0123456789éß€日本"
+
+
+def text(rnd, n):
+    words = ["kafka ", "stream ", "broker ", "record ", "offset ", "partition ", "batch ", "log "]
+    out = []
+    size = 0
+    while size < n:
+        w = rnd.choice(words)
+        out.append(w)
+        size += len(w)
+    return "".join(out)[:n].encode()
+
+
+def rbytes(rnd, n):
+    return rnd.randbytes(n)
+
+
+def generate(rnd, topic, partitions, n):
+    """Random records: keys sometimes None or empty, values None/empty/text/bytes (a few tens of
+    KiB), 0-4 headers (repeated keys and None values included), mostly explicit CreateTime from
+    the last hour, mostly an explicit partition (the rest go through the partitioner)."""
+    base = int(time.time() * 1000) - 3_600_000 + 60_000
+    recs = []
+    for i in range(n):
+        r = rnd.randrange(100)
+        key = None if r < 8 else b"" if r < 13 else rbytes(rnd, rnd.randint(1, 64))
+        v = rnd.randrange(100)
+        if v < 4:
+            value = None
+        elif v < 9:
+            value = b""
+        elif v < 50:
+            value = text(rnd, rnd.randint(1, 2048))
+        elif v < 95:
+            value = rbytes(rnd, rnd.randint(1, 1024))
+        else:
+            value = text(rnd, rnd.randint(8192, 65536)) if rnd.random() < 0.5 else rbytes(rnd, rnd.randint(8192, 32768))
+        headers = []
+        for h in range(rnd.randrange(5)):
+            hk = headers[0][0] if h > 0 and rnd.random() < 0.15 else "".join(
+                rnd.choice(HEADER_CHARS) for _ in range(rnd.randrange(17)))
+            hv = None if rnd.random() < 0.1 else rbytes(rnd, rnd.randrange(48))
+            headers.append((hk, hv))
+        ts = base + i * 7 + rnd.randrange(5) if rnd.random() < 0.7 else None
+        part = rnd.randrange(partitions) if rnd.random() < 0.7 else None
+        recs.append({"topic": topic, "key": key, "value": value, "headers": headers,
+                     "timestamp": ts, "partition": part})
+    return recs
+
+
+class Sent:
+    def __init__(self, rec):
+        self.rec = rec
+        self.partition = None
+        self.offset = None
+        self.timestamp = None
+        self.error = None
+
+
+def produce(producer, records, what="produce"):
+    """Produces every record, flushes, returns one Sent per record with its delivery report."""
+    sent = [Sent(r) for r in records]
+
+    def report(s):
+        def cb(err, msg):
+            s.error = err
+            s.partition = msg.partition()
+            s.offset = msg.offset()
+            s.timestamp = msg.timestamp()
+        return cb
+
+    for s in sent:
+        r = s.rec
+        kwargs = {"key": r["key"], "value": r["value"], "on_delivery": report(s)}
+        if r["headers"]:
+            kwargs["headers"] = r["headers"]
+        if r["timestamp"] is not None:
+            kwargs["timestamp"] = r["timestamp"]
+        if r["partition"] is not None:
+            kwargs["partition"] = r["partition"]
+        deadline = time.monotonic() + OP_TIMEOUT
+        while True:
+            try:
+                producer.produce(r["topic"], **kwargs)
+                break
+            except BufferError:
+                check(time.monotonic() < deadline, "%s: the producer queue stayed full", what)
+                producer.poll(0.05)
+        producer.poll(0)
+    remaining = producer.flush(60)
+    check(remaining == 0, "%s: %d records still undelivered after 60s", what, remaining)
+    for i, s in enumerate(sent):
+        check(s.partition is not None, "%s: no delivery report for record %d", what, i)
+        check(s.error is None, "%s: delivery of record %d failed: %s", what, i, s.error)
+    return sent
+
+
+def consume_all(ctx, topic, partitions, want, start=OFFSET_BEGINNING, settle=0.3, **overrides):
+    """Reads the partitions from `start` until exactly `want` records arrived (bounded)."""
+    c = ctx.consumer(**overrides)
+    try:
+        c.assign([TopicPartition(topic, p, start) for p in range(partitions)])
+        return poll_exactly(c, want, 90, settle)
+    finally:
+        c.close()
+
+
+def poll_exactly(c, want, timeout, settle=0.3):
+    out = []
+    deadline = time.monotonic() + timeout
+    while len(out) < want and time.monotonic() < deadline:
+        for m in c.consume(num_messages=500, timeout=0.2):
+            check(m.error() is None, "consume error: %s", m.error())
+            out.append(m)
+    check(len(out) >= want, "consumed only %d of %d records within %ss", len(out), want, timeout)
+    end = time.monotonic() + settle
+    while time.monotonic() < end:
+        for m in c.consume(num_messages=500, timeout=0.1):
+            check(m.error() is None, "consume error: %s", m.error())
+            out.append(m)
+    check(len(out) == want, "consumed %d records but expected exactly %d", len(out), want)
+    return out
+
+
+def verify(what, sent, consumed, start_offset=0):
+    """Per partition in send order: dense offsets from start_offset, identical key/value/headers
+    (None and empty kept apart), CreateTime equal to the producer's, same offset as reported."""
+    expected = {}
+    for s in sent:
+        expected.setdefault(s.partition, []).append(s)
+    got = {}
+    for m in consumed:
+        got.setdefault(m.partition(), []).append(m)
+    check(set(got) <= set(expected), "%s: records consumed from partitions %s, produced to %s",
+          what, sorted(got), sorted(expected))
+    for p, exp in expected.items():
+        act = got.get(p, [])
+        check(len(exp) == len(act), "%s: partition %d: produced %d records, consumed %d",
+              what, p, len(exp), len(act))
+        for i, (s, m) in enumerate(zip(exp, act)):
+            where = f"{what} partition {p} #{i}"
+            r = s.rec
+            check(m.offset() == start_offset + i, "%s: offset %d, expected %d", where, m.offset(), start_offset + i)
+            if s.offset is not None and s.offset >= 0:
+                check(m.offset() == s.offset, "%s: consumed at %d, delivery report said %d", where, m.offset(), s.offset)
+            check(m.key() == r["key"], "%s: key %s, expected %s", where, short(m.key()), short(r["key"]))
+            check(m.value() == r["value"], "%s: value %s, expected %s", where, short(m.value()), short(r["value"]))
+            want_ts = r["timestamp"] if r["timestamp"] is not None else s.timestamp[1]
+            check(m.timestamp() == (TIMESTAMP_CREATE_TIME, want_ts), "%s: timestamp %s, expected CreateTime %d",
+                  where, m.timestamp(), want_ts)
+            headers = m.headers() or []
+            check(headers == r["headers"], "%s: headers %s, expected %s", where, headers, r["headers"])
+            le = m.leader_epoch()
+            check(le is not None and le >= 0, "%s: record batch carries no partition leader epoch (%s)", where, le)
+
+
+def watermarks(ctx, topic, partition):
+    c = ctx.consumer()
+    try:
+        return c.get_watermark_offsets(TopicPartition(topic, partition), timeout=OP_TIMEOUT, cached=False)
+    finally:
+        c.close()
+
+
+# ---- scenarios -----------------------------------------------------------------------------
+
+def produce_consume(ctx):
+    """Every codec librdkafka offers x acks (all + idempotence, 1, 0): thousands of random records
+    with keys and headers, read back with assign() and compared byte for byte."""
+    admin = ctx.admin()
+    for codec in CODECS:
+        for acks in ["all", "1", "0"]:
+            what = f"compression={codec} acks={acks}"
+            topic = unique_topic(f"pc-{codec}-{acks}")
+            create_topic(ctx, admin, topic, 3)
+            conf = {"compression.type": codec, "acks": acks, "linger.ms": 5}
+            if acks != "all":
+                conf["enable.idempotence"] = False
+            # Stays open until the records were read back: with acks=0 nothing confirms delivery.
+            producer = ctx.producer(**conf)
+            sent = produce(producer, generate(ctx.rnd(what), topic, 3, ctx.records), what)
+            if acks != "0":
+                for s in sent:
+                    check(s.offset >= 0, "%s: delivery report without offset", what)
+            consumed = consume_all(ctx, topic, 3, len(sent))
+            verify(what, sent, consumed)
+            for p in range(3):
+                n = sum(1 for s in sent if s.partition == p)
+                check_eq((0, n), watermarks(ctx, topic, p), f"{what}: watermarks of partition {p}")
+            producer.flush(10)
+            print(f"  {what}: {len(sent)} records verified", flush=True)
+
+
+def fetch_limits(ctx):
+    """Fetch byte limits far below single record sizes must still return the first batch so the
+    consumer progresses (librdkafka's fetch.max.bytes / max.partition.fetch.bytes)."""
+    rnd = ctx.rnd("fetch-limits")
+    admin = ctx.admin()
+    topic = unique_topic("fetch-limits")
+    create_topic(ctx, admin, topic, 3)
+    recs = []
+    for i in range(300):
+        size = rnd.randint(200_000, 300_000) if i % 10 == 0 else rnd.randint(1, 3000)
+        recs.append({"topic": topic, "key": rbytes(rnd, 8), "value": rbytes(rnd, size), "headers": [],
+                     "timestamp": None, "partition": i % 3})
+    sent = produce(ctx.producer(**{"linger.ms": 20}), recs)
+    tiny = {"fetch.max.bytes": 1, "max.partition.fetch.bytes": 1, "message.max.bytes": 1000,
+            "receive.message.max.bytes": 1513}
+    verify("tiny fetch limits", sent, consume_all(ctx, topic, 3, len(sent), **tiny))
+    moderate = {"fetch.max.bytes": 100_000, "max.partition.fetch.bytes": 40_000}
+    verify("moderate fetch limits", sent, consume_all(ctx, topic, 3, len(sent), **moderate))
+
+
+def long_poll(ctx):
+    """fetch.min.bytes far above what exists and fetch.wait.max.ms=500: the broker answers after
+    the wait with what it has; records produced while the consumer waits arrive. Content only."""
+    rnd = ctx.rnd("long-poll")
+    admin = ctx.admin()
+    topic = unique_topic("long-poll")
+    create_topic(ctx, admin, topic, 1)
+    c = ctx.consumer(**{"fetch.min.bytes": 1_000_000, "fetch.wait.max.ms": 500})
+    producer = ctx.producer()
+    try:
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.5:
+            for m in c.consume(num_messages=100, timeout=0.3):
+                raise Failure(f"got a message from an empty topic: {m.error() or m.offset()}")
+
+        def recs(n, size):
+            return [{"topic": topic, "key": rbytes(rnd, 4), "value": rbytes(rnd, size), "headers": [],
+                     "timestamp": None, "partition": 0} for _ in range(n)]
+        first = produce(producer, recs(20, 50))
+        verify("small batch under fetch.min.bytes", first, poll_exactly(c, 20, 20, 0))
+
+        later = recs(100, 100)
+        done = {}
+
+        def bursts():
+            try:
+                acc = []
+                for b in range(5):
+                    time.sleep(0.25)
+                    acc += produce(producer, later[b * 20:b * 20 + 20])
+                done["sent"] = acc
+            except Exception as e:  # reported below
+                done["error"] = e
+        th = threading.Thread(target=bursts)
+        th.start()
+        got = poll_exactly(c, 100, 30, 0)
+        th.join(30)
+        check("error" not in done, "producing during the long poll failed: %s", done.get("error"))
+        check("sent" in done, "the producing thread did not finish")
+        verify("records produced during the long poll", done["sent"], got, 20)
+    finally:
+        c.close()
+
+
+def idempotence(ctx):
+    """Idempotent producer (InitProducerId, sequences) with many small batches in flight, then a
+    second producer (new producer id) on the same partitions: dense offsets, no duplicates."""
+    rnd = ctx.rnd("idempotence")
+    admin = ctx.admin()
+    topic = unique_topic("idempotence")
+    create_topic(ctx, admin, topic, 3)
+    n = max(ctx.records, 1000)
+    sent = []
+    for rnd_no in range(2):
+        p = ctx.producer(**{"enable.idempotence": True, "max.in.flight": 5, "batch.size": 512,
+                            "linger.ms": 0})
+        recs = [{"topic": topic, "key": rbytes(rnd, 6), "value": f"round-{rnd_no}-seq-{i:06d}".encode(),
+                 "headers": [("seq", str(i).encode())], "timestamp": None, "partition": i % 3} for i in range(n)]
+        sent += produce(p, recs)
+    nxt = {}
+    for s in sent:
+        check_eq(nxt.get(s.partition, 0), s.offset, f"offset reported for partition {s.partition}")
+        nxt[s.partition] = s.offset + 1
+    verify("idempotent producers", sent, consume_all(ctx, topic, 3, len(sent)))
+
+
+def auto_create(ctx):
+    """Metadata auto-creation by a producer (librdkafka asks the broker to create the topic);
+    a consumer assigned to a missing topic (allow.auto.create.topics=false) must not create it."""
+    rnd = ctx.rnd("auto-create")
+    admin = ctx.admin()
+    topic = unique_topic("auto-create")
+    recs = [{"topic": topic, "key": rbytes(rnd, 5), "value": rbytes(rnd, 30), "headers": [],
+             "timestamp": None, "partition": 0} for _ in range(50)]
+    sent = produce(ctx.producer(), recs)
+    md = admin.list_topics(topic, timeout=OP_TIMEOUT).topics[topic]
+    check(md.error is None and len(md.partitions) >= 1, "auto-created topic metadata: %s", md.error)
+    verify("auto-created topic", sent, consume_all(ctx, topic, len(md.partitions), len(sent)))
+
+    missing = unique_topic("not-auto-created")
+    c = ctx.consumer(**{"allow.auto.create.topics": False})
+    try:
+        c.assign([TopicPartition(missing, 0, OFFSET_BEGINNING)])
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            m = c.poll(0.2)
+            check(m is None or m.error() is not None, "got a record from a missing topic")
+    finally:
+        c.close()
+    fs = admin.describe_topics(TopicCollection([missing]), request_timeout=OP_TIMEOUT)
+    expect_error(fs[missing], KafkaError.UNKNOWN_TOPIC_OR_PART, "describe_topics of a topic only a consumer asked about")
+
+
+def config_map(admin, topic):
+    res = ConfigResource("TOPIC", topic)
+    return result(admin.describe_configs([res], request_timeout=OP_TIMEOUT)[res], f"describe_configs {topic}")
+
+
+def check_dynamic(cfg, name, value):
+    e = cfg.get(name)
+    check(e is not None, "describe_configs lacks %s", name)
+    check_eq(value, e.value, f"value of {name}")
+    check_eq(ConfigSource.DYNAMIC_TOPIC_CONFIG.value, e.source, f"source of {name}")
+    check(not e.is_default, "%s reported as default", name)
+
+
+def check_not_dynamic(cfg, name):
+    e = cfg.get(name)
+    check(e is not None, "describe_configs lacks %s", name)
+    check(e.source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value, "%s still overridden (%s)", name, e.value)
+
+
+TOPIC_CONFIGS = {"retention.ms": "3600000", "retention.bytes": "104857600", "segment.bytes": "16777216",
+                 "max.message.bytes": "2097152", "cleanup.policy": "delete"}
+
+
+def admin_ops(ctx):
+    """DescribeCluster, CreateTopics with configs, Metadata, DescribeTopics, DescribeConfigs,
+    IncrementalAlterConfigs (SET/DELETE/validate_only), CreatePartitions, DeleteTopics."""
+    admin = ctx.admin()
+    port = int(ctx.bootstrap.rsplit(":", 1)[1])
+    cl = result(admin.describe_cluster(request_timeout=OP_TIMEOUT), "describe_cluster")
+    check_eq(1, len(cl.nodes), "number of nodes")
+    node = cl.nodes[0]
+    check_eq(port, node.port, "port of the advertised node")
+    check(cl.cluster_id, "empty cluster id")
+    check(cl.controller is not None and cl.controller.id == node.id, "controller %s is not node %s", cl.controller, node)
+    md = admin.list_topics(timeout=OP_TIMEOUT)
+    check_eq(1, len(md.brokers), "brokers in Metadata")
+    check(md.cluster_id == cl.cluster_id, "cluster id differs: %s vs %s", md.cluster_id, cl.cluster_id)
+
+    topic = unique_topic("admin")
+    create_topic(ctx, admin, topic, 3, TOPIC_CONFIGS)
+    desc = result(admin.describe_topics(TopicCollection([topic]), request_timeout=OP_TIMEOUT)[topic], "describe_topics")
+    check_eq(3, len(desc.partitions), "partitions in describe_topics")
+    check(desc.topic_id is not None and str(desc.topic_id) != "AAAAAAAAAAAAAAAAAAAAAA", "no topic id: %s", desc.topic_id)
+    for p in desc.partitions:
+        check_eq(node.id, p.leader.id, f"leader of partition {p.id}")
+        check_eq([node.id], [r.id for r in p.replicas], f"replicas of partition {p.id}")
+        check_eq([node.id], [r.id for r in p.isr], f"isr of partition {p.id}")
+    check(topic in admin.list_topics(timeout=OP_TIMEOUT).topics, "list_topics lacks %s", topic)
+
+    cfg = config_map(admin, topic)
+    for k, v in TOPIC_CONFIGS.items():
+        check_dynamic(cfg, k, v)
+    for k in ["compression.type", "min.insync.replicas", "message.timestamp.type"]:
+        check_not_dynamic(cfg, k)
+
+    res = ConfigResource("TOPIC", topic, incremental_configs=[
+        ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("segment.bytes", "8388608", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("max.message.bytes", "500000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("retention.bytes", None, incremental_operation=AlterConfigOpType.DELETE)])
+    result(admin.incremental_alter_configs([res], request_timeout=OP_TIMEOUT)[res], "incremental_alter_configs")
+    wait_until("altered configs", 15, lambda: config_map(admin, topic)["retention.ms"].value == "7200000", 0.2)
+    cfg = config_map(admin, topic)
+    check_dynamic(cfg, "retention.ms", "7200000")
+    check_dynamic(cfg, "segment.bytes", "8388608")
+    check_dynamic(cfg, "max.message.bytes", "500000")
+    check_dynamic(cfg, "cleanup.policy", "delete")
+    check_not_dynamic(cfg, "retention.bytes")
+
+    res = ConfigResource("TOPIC", topic, incremental_configs=[
+        ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)])
+    result(admin.incremental_alter_configs([res], validate_only=True, request_timeout=OP_TIMEOUT)[res],
+           "incremental_alter_configs validate_only")
+    check_dynamic(config_map(admin, topic), "retention.ms", "7200000")
+
+    res = ConfigResource("TOPIC", topic, incremental_configs=[
+        ConfigEntry("retention.ms", "not-a-number", incremental_operation=AlterConfigOpType.SET)])
+    expect_error(admin.incremental_alter_configs([res], request_timeout=OP_TIMEOUT)[res],
+                 KafkaError.INVALID_CONFIG, "incremental_alter_configs retention.ms=not-a-number")
+
+    result(admin.create_partitions([NewPartitions(topic, 5)], request_timeout=OP_TIMEOUT)[topic], "create_partitions 3->5")
+    wait_for_topic(admin, topic, 5)
+    sent = produce(ctx.producer(), [{"topic": topic, "key": b"k", "value": b"to-new-partition", "headers": [],
+                                     "timestamp": None, "partition": 4}])
+    check_eq((4, 0), (sent[0].partition, sent[0].offset), "partition/offset of a record in a new partition")
+
+    result(admin.delete_topics([topic], operation_timeout=OP_TIMEOUT, request_timeout=OP_TIMEOUT)[topic], "delete_topics")
+    wait_until("the deleted topic to vanish", 30,
+               lambda: topic not in admin.list_topics(timeout=10).topics, 0.2)
+    expect_error(admin.describe_topics(TopicCollection([topic]), request_timeout=OP_TIMEOUT)[topic],
+                 KafkaError.UNKNOWN_TOPIC_OR_PART, "describe_topics of a deleted topic")
+
+
+def list_offsets(ctx):
+    """ListOffsets earliest/latest/max-timestamp/by timestamp via AdminClient.list_offsets and
+    Consumer.offsets_for_times, on an uncompressed, a zstd partition and an empty partition."""
+    rnd = ctx.rnd("list-offsets")
+    admin = ctx.admin()
+    topic = unique_topic("list-offsets")
+    create_topic(ctx, admin, topic, 3)
+    base = int(time.time() * 1000) - 600_000
+    for p, codec in [(0, "none"), (1, "zstd")]:
+        recs = [{"topic": topic, "key": rbytes(rnd, 4), "value": rbytes(rnd, 40), "headers": [],
+                 "timestamp": base + 5000 if i == 60 else base + i * 10, "partition": p} for i in range(100)]
+        produce(ctx.producer(**{"compression.type": codec, "linger.ms": 50}), recs)
+
+    def lo(p, spec, what):
+        tp = TopicPartition(topic, p)
+        info = result(admin.list_offsets({tp: spec}, request_timeout=OP_TIMEOUT)[tp], f"list_offsets {what}")
+        return info.offset, info.timestamp
+
+    for p in (0, 1):
+        check_eq(0, lo(p, OffsetSpec.earliest(), "earliest")[0], f"earliest p{p}")
+        check_eq(100, lo(p, OffsetSpec.latest(), "latest")[0], f"latest p{p}")
+        check_eq((60, base + 5000), lo(p, OffsetSpec.max_timestamp(), "max"), f"max timestamp p{p}")
+        check_eq((21, base + 210), lo(p, OffsetSpec.for_timestamp(base + 205), "ts"), f"by timestamp p{p}")
+        check_eq((0, base), lo(p, OffsetSpec.for_timestamp(base), "ts first"), f"by first timestamp p{p}")
+        check_eq((59, base + 590), lo(p, OffsetSpec.for_timestamp(base + 590), "ts 59"), f"by timestamp of 59 p{p}")
+        check_eq((60, base + 5000), lo(p, OffsetSpec.for_timestamp(base + 600), "ts 600"), f"by timestamp 600 p{p}")
+        check_eq(-1, lo(p, OffsetSpec.for_timestamp(base + 5001), "ts after")[0], f"by timestamp after all p{p}")
+    check_eq(0, lo(2, OffsetSpec.earliest(), "earliest empty")[0], "earliest of an empty partition")
+    check_eq(0, lo(2, OffsetSpec.latest(), "latest empty")[0], "latest of an empty partition")
+    check_eq(-1, lo(2, OffsetSpec.max_timestamp(), "max empty")[0], "max timestamp of an empty partition")
+    check_eq(-1, lo(2, OffsetSpec.for_timestamp(base), "ts empty")[0], "by timestamp in an empty partition")
+
+    c = ctx.consumer()
+    try:
+        res = c.offsets_for_times([TopicPartition(topic, 0, base + 205), TopicPartition(topic, 1, base + 5000),
+                                   TopicPartition(topic, 2, base)],
+                                  timeout=OP_TIMEOUT)
+        got = {tp.partition: tp.offset for tp in res}
+        for tp in res:
+            check(tp.error is None, "offsets_for_times error on %d: %s", tp.partition, tp.error)
+        check_eq({0: 21, 1: 60, 2: -1}, got, "offsets_for_times")
+        res = c.offsets_for_times([TopicPartition(topic, 0, base + 10_000)], timeout=OP_TIMEOUT)
+        check_eq(-1, res[0].offset, "offsets_for_times past the end")
+        for p, want in [(0, (0, 100)), (1, (0, 100)), (2, (0, 0))]:
+            check_eq(want, c.get_watermark_offsets(TopicPartition(topic, p), timeout=OP_TIMEOUT, cached=False),
+                     f"watermarks of p{p}")
+        c.assign([TopicPartition(topic, 1, 60)])
+        got = poll_exactly(c, 40, 30, 0.1)
+        check_eq((60, (TIMESTAMP_CREATE_TIME, base + 5000)), (got[0].offset(), got[0].timestamp()),
+                 "first record after assigning at the offset found by timestamp")
+    finally:
+        c.close()
+
+
+def delete_records(ctx):
+    """DeleteRecords moves the log start; ListOffsets earliest and the watermarks follow; reading
+    from the beginning starts there; deleting below the start is a no-op; OFFSET_END deletes all."""
+    rnd = ctx.rnd("delete-records")
+    admin = ctx.admin()
+    topic = unique_topic("delete-records")
+    create_topic(ctx, admin, topic, 1)
+    recs = [{"topic": topic, "key": rbytes(rnd, 4), "value": rbytes(rnd, 100), "headers": [("i", str(i).encode())],
+             "timestamp": None, "partition": 0} for i in range(100)]
+    sent = produce(ctx.producer(**{"linger.ms": 0, "batch.size": 1024}), recs)
+    tp = TopicPartition(topic, 0)
+
+    def delete_before(off, what):
+        fs = admin.delete_records([TopicPartition(topic, 0, off)], request_timeout=OP_TIMEOUT)
+        return result(fs[tp], what).low_watermark
+
+    check_eq(40, delete_before(40, "delete_records before 40"), "low watermark after delete_records(40)")
+    check_eq(40, result(admin.list_offsets({tp: OffsetSpec.earliest()})[tp], "earliest").offset, "earliest after delete")
+    check_eq((40, 100), watermarks(ctx, topic, 0), "watermarks after delete_records")
+    verify("after delete_records(40)", sent[40:], consume_all(ctx, topic, 1, 60), 40)
+    check_eq(40, delete_before(10, "delete_records below the start"), "low watermark after deleting below it")
+    check_eq(100, delete_before(confluent_kafka.OFFSET_END, "delete_records to the end"), "low watermark after deleting all")
+    more = produce(ctx.producer(), [{"topic": topic, "key": b"k", "value": b"after", "headers": [],
+                                     "timestamp": None, "partition": 0}])
+    check_eq(100, more[0].offset, "offset of the first record after deleting everything")
+    verify("after deleting everything", more, consume_all(ctx, topic, 1, 1), 100)
+
+
+def errors(ctx):
+    """Error codes as librdkafka reports them."""
+    rnd = ctx.rnd("errors")
+    admin = ctx.admin()
+    topic = unique_topic("errors")
+    create_topic(ctx, admin, topic, 3)
+
+    def create(nt):
+        return admin.create_topics([nt], request_timeout=OP_TIMEOUT)[nt.topic]
+    expect_error(create(NewTopic(topic, 3, 1)), KafkaError.TOPIC_ALREADY_EXISTS, "create_topics of an existing topic")
+    expect_error(admin.create_partitions([NewPartitions(topic, 2)], request_timeout=OP_TIMEOUT)[topic],
+                 KafkaError.INVALID_PARTITIONS, "create_partitions shrinking 3 -> 2")
+    expect_error(admin.create_partitions([NewPartitions(topic, 3)], request_timeout=OP_TIMEOUT)[topic],
+                 KafkaError.INVALID_PARTITIONS, "create_partitions to the current count")
+    expect_error(create(NewTopic(unique_topic("errors-rf"), 1, 3)), KafkaError.INVALID_REPLICATION_FACTOR,
+                 "create_topics with replication factor 3")
+    expect_error(create(NewTopic(f"bad/name-{uuid.uuid4().hex[:6]}", 1, 1)), KafkaError.TOPIC_EXCEPTION,
+                 "create_topics with '/' in the name")
+    expect_error(create(NewTopic(unique_topic("errors-cfg"), 1, 1, config={"retention.ms": "forever"})),
+                 KafkaError.INVALID_CONFIG, "create_topics with retention.ms=forever")
+    res = ConfigResource("TOPIC", topic, incremental_configs=[
+        ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET)])
+    expect_error(admin.incremental_alter_configs([res], request_timeout=OP_TIMEOUT)[res], KafkaError.INVALID_CONFIG,
+                 "incremental_alter_configs of an unknown config name")
+
+    missing = unique_topic("missing")
+    expect_error(admin.describe_topics(TopicCollection([missing]), request_timeout=OP_TIMEOUT)[missing],
+                 KafkaError.UNKNOWN_TOPIC_OR_PART, "describe_topics of a missing topic")
+    expect_error(admin.delete_topics([missing], request_timeout=OP_TIMEOUT)[missing],
+                 KafkaError.UNKNOWN_TOPIC_OR_PART, "delete_topics of a missing topic")
+    res = ConfigResource("TOPIC", missing)
+    expect_error(admin.describe_configs([res], request_timeout=OP_TIMEOUT)[res], KafkaError.UNKNOWN_TOPIC_OR_PART,
+                 "describe_configs of a missing topic")
+    expect_error(admin.create_partitions([NewPartitions(missing, 4)], request_timeout=OP_TIMEOUT)[missing],
+                 KafkaError.UNKNOWN_TOPIC_OR_PART, "create_partitions of a missing topic")
+    md = admin.list_topics(missing, timeout=OP_TIMEOUT).topics.get(missing)
+    check(md is not None and md.error is not None and md.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART,
+          "Metadata for a missing topic (no auto-create from an admin client): %s", md and md.error)
+
+    # MESSAGE_TOO_LARGE: one record bigger than the topic's max.message.bytes.
+    big_topic = unique_topic("too-large")
+    create_topic(ctx, admin, big_topic, 1, {"max.message.bytes": "10000"})
+    p = ctx.producer(**{"linger.ms": 0})
+    reports = []
+    p.produce(big_topic, key=b"big", value=rbytes(rnd, 20_000), partition=0,
+              on_delivery=lambda err, msg: reports.append(err))
+    check_eq(0, p.flush(60), "undelivered after flush")
+    check(reports and reports[0] is not None and reports[0].code() == KafkaError.MSG_SIZE_TOO_LARGE,
+          "20000-byte record to a topic with max.message.bytes=10000: %s", reports)
+    ok = produce(p, [{"topic": big_topic, "key": b"small", "value": rbytes(rnd, 5000), "headers": [],
+                      "timestamp": None, "partition": 0}])
+    check_eq(0, ok[0].offset, "offset of the first record that fit")
+    verify("after MSG_SIZE_TOO_LARGE", ok, consume_all(ctx, big_topic, 1, 1))
+
+    # OFFSET_OUT_OF_RANGE below the log start (after DeleteRecords) and past the end.
+    oor = unique_topic("out-of-range")
+    create_topic(ctx, admin, oor, 1)
+    recs = [{"topic": oor, "key": rbytes(rnd, 4), "value": rbytes(rnd, 64), "headers": [], "timestamp": None,
+             "partition": 0} for _ in range(100)]
+    sent = produce(ctx.producer(**{"batch.size": 512, "linger.ms": 0}), recs)
+    tp0 = TopicPartition(oor, 0)
+    result(admin.delete_records([TopicPartition(oor, 0, 50)], request_timeout=OP_TIMEOUT)[tp0], "delete_records 50")
+    expect_error(admin.delete_records([TopicPartition(oor, 0, 500)], request_timeout=OP_TIMEOUT)[tp0],
+                 KafkaError.OFFSET_OUT_OF_RANGE, "delete_records beyond the high watermark")
+    for bad in (0, 49, 150):
+        c = ctx.consumer(**{"auto.offset.reset": "error"})
+        try:
+            c.assign([TopicPartition(oor, 0, bad)])
+            deadline = time.monotonic() + 20
+            err = None
+            while err is None and time.monotonic() < deadline:
+                m = c.poll(0.2)
+                if m is None:
+                    continue
+                check(m.error() is not None, "got record at offset %d from out-of-range offset %d", m.offset(), bad)
+                err = m.error()
+            check(err is not None, "no error for a fetch at out-of-range offset %d", bad)
+            check(err.code() == KafkaError._AUTO_OFFSET_RESET and "out of range" in err.str().lower(),
+                  "fetch at offset %d: expected an offset-out-of-range reset error, got %s", bad, err)
+        finally:
+            c.close()
+    verify("reset to earliest after out of range", sent[50:],
+           consume_all(ctx, oor, 1, 50, start=10, **{"auto.offset.reset": "earliest"}), 50)
+    verify("fetch at the new log start", sent[50:], consume_all(ctx, oor, 1, 50, start=50), 50)
+
+
+SCENARIOS = {
+    "produce-consume": produce_consume,
+    "fetch-limits": fetch_limits,
+    "long-poll": long_poll,
+    "idempotence": idempotence,
+    "auto-create": auto_create,
+    "admin": admin_ops,
+    "list-offsets": list_offsets,
+    "delete-records": delete_records,
+    "errors": errors,
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--scenario", default="all", help="a name, a comma-separated list, or 'all'")
+    ap.add_argument("--records", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=random.SystemRandom().randrange(1 << 40))
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    if args.list:
+        print("\n".join(SCENARIOS))
+        return 0
+    names = list(SCENARIOS) if args.scenario == "all" else args.scenario.split(",")
+    for n in names:
+        if n not in SCENARIOS:
+            print(f"unknown scenario {n}; known: {', '.join(SCENARIOS)}", file=sys.stderr)
+            return 2
+    print(f"python scenarios: confluent-kafka {confluent_kafka.version()[0]}, librdkafka {confluent_kafka.libversion()[0]}, "
+          f"bootstrap {args.bootstrap}, seed {args.seed}, records {args.records}", flush=True)
+    ctx = Ctx(args.bootstrap, args.records, args.seed)
+    passed = 0
+    for n in names:
+        t0 = time.monotonic()
+        try:
+            SCENARIOS[n](ctx)
+        except Exception as e:  # Failure or anything unexpected
+            print(f"FAIL {n}: {e}", flush=True)
+            traceback.print_exc()
+            print(f"{passed} passed, 1 failed", flush=True)
+            return 1
+        passed += 1
+        print(f"PASS {n} ({time.monotonic() - t0:.1f}s)", flush=True)
+    print(f"{passed} passed, 0 failed", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
