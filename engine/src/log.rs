@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures_channel::oneshot;
 use glommio::sync::Semaphore;
 
@@ -290,12 +290,18 @@ impl PartitionLog {
         }
         for summary in &summaries {
             let offset = state.next_offset;
-            let mut stamped = BytesMut::from(&records[summary.range.clone()]);
-            batch::stamp_for_append(&mut stamped, offset as i64, leader_epoch, log_append_time)?;
-            let stamped = stamped.freeze();
-            let header = BatchHeader::parse(&stamped)?;
             let next_offset = offset + summary.record_count as u64;
-            let position = state.appender.append(&stamped);
+            let state = &mut *state;
+            let stamped = state.tail_cache.push_stamped(
+                &records[summary.range.clone()],
+                offset,
+                next_offset,
+                |bytes| {
+                    batch::stamp_for_append(bytes, offset as i64, leader_epoch, log_append_time)
+                },
+            )?;
+            let header = BatchHeader::parse(stamped)?;
+            let position = state.appender.append(stamped);
             state
                 .active_mut()?
                 .record_batch(&header, position, now_ms, &config);
@@ -314,7 +320,6 @@ impl PartitionLog {
             {
                 state.max_timestamp = Some((header.max_timestamp, next_offset - 1));
             }
-            state.tail_cache.push(offset, next_offset, stamped);
             state.next_offset = next_offset;
         }
         Ok(AppendOutcome {
@@ -558,7 +563,7 @@ impl PartitionLog {
     /// nothing; outside `[log_start_offset, log_end_offset]` is an error.
     pub async fn read(&self, offset: u64, max_bytes: usize) -> Result<FetchedRecords> {
         let (segment_base, file, readable_end, hint, high_watermark, log_start_offset) = {
-            let state = self.shared.state.borrow();
+            let mut state = self.shared.state.borrow_mut();
             state.check_usable()?;
             let high_watermark = state.durable.offset;
             let log_start_offset = state.log_start_offset;
@@ -577,8 +582,8 @@ impl PartitionLog {
             if offset >= high_watermark {
                 return Ok(fetched);
             }
-            if let Some(chunks) = state.tail_cache.read(offset, high_watermark, max_bytes) {
-                fetched.chunks = chunks;
+            if let Some(chunk) = state.tail_cache.read(offset, high_watermark, max_bytes) {
+                fetched.chunks = vec![chunk];
                 return Ok(fetched);
             }
             let Some((_, segment)) = state.segments.range(..=offset).next_back() else {

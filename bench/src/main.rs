@@ -1,0 +1,58 @@
+//! `kaas-bench`: a load generator and benchmark harness for Kafka-compatible brokers.
+//!
+//! Subcommands:
+//! - `run`: one workload (produce, consume or end-to-end) against one broker, with warm-up,
+//!   repeated samples, HdrHistogram latencies, a JSON report and a PNG percentile plot;
+//! - `matrix`: the same grid of workloads against several brokers in alternation, with a
+//!   results table of ratios;
+//! - `limits`: the machine's physical limits (O_DIRECT sequential write, loopback TCP, memcpy);
+//! - `plot`: a percentile plot from one or more JSON reports.
+
+mod client_config;
+mod consumer_driver;
+mod latency_recorder;
+mod limits;
+mod machine;
+mod matrix;
+mod payload;
+mod plot;
+mod producer_driver;
+mod progress_probe;
+mod report;
+mod results_table;
+mod sample_clock;
+mod topic_admin;
+mod workload;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+/// Load generator and benchmark harness for Kafka-compatible brokers (librdkafka client).
+#[derive(Parser, Debug)]
+#[command(name = "kaas-bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one workload against one broker and write a JSON report and a PNG plot.
+    Run(workload::RunArgs),
+    /// Run a grid of workloads against several brokers in alternation.
+    Matrix(matrix::MatrixArgs),
+    /// Measure the machine's physical limits: O_DIRECT sequential write, loopback TCP, memcpy.
+    Limits(limits::LimitsArgs),
+    /// Draw a latency-percentile plot from JSON reports written by `run`.
+    Plot(plot::PlotArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => workload::run_command(&args).context("run"),
+        Command::Matrix(args) => matrix::matrix_command(&args).context("matrix"),
+        Command::Limits(args) => limits::limits_command(&args).context("limits"),
+        Command::Plot(args) => plot::plot_command(&args).context("plot"),
+    }
+}
