@@ -9,7 +9,9 @@
 //! Bad input closes the connection: a size prefix that is negative or above
 //! `max_request_bytes`, a frame too short for a header, an unknown API or version (except
 //! ApiVersions, which is answered in v0 with UNSUPPORTED_VERSION), a malformed body. The frame
-//! buffer grows only as bytes arrive, so a size prefix never drives an allocation by itself.
+//! buffer grows only as bytes arrive, so a size prefix never drives an allocation by itself,
+//! and the request bytes in flight on one connection never exceed `max_request_bytes`: a
+//! frame is read only once earlier requests have released enough of that budget.
 
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
@@ -17,6 +19,7 @@ use std::rc::Rc;
 use bytes::{Bytes, BytesMut};
 use futures_lite::io::{AsyncRead, AsyncReadExt};
 use glommio::net::TcpStream;
+use glommio::sync::Semaphore;
 use glommio::task::JoinHandle;
 
 use crate::broker::dispatch;
@@ -68,6 +71,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
     reader: &mut R,
     queue: &async_channel::Sender<Pending>,
 ) -> Result<(), &'static str> {
+    let budget = Rc::new(Semaphore::new(shard.config.max_request_bytes as u64));
     loop {
         let mut size = [0u8; 4];
         if reader.read_exact(&mut size).await.is_err() {
@@ -77,6 +81,10 @@ async fn read_requests<R: AsyncRead + Unpin>(
         if size < 0 || size as usize > shard.config.max_request_bytes {
             return Err("frame size out of bounds");
         }
+        let permit = budget
+            .acquire_static_permit((size as u64).max(1))
+            .await
+            .map_err(|_| "connection budget closed")?;
         let frame = read_frame(reader, size as usize)
             .await
             .map_err(|_| "connection closed mid-frame")?;
@@ -93,8 +101,12 @@ async fn read_requests<R: AsyncRead + Unpin>(
                     return Err("api not served");
                 }
                 let shard = shard.clone();
-                glommio::spawn_local(async move { dispatch::handle(&shard, header, request).await })
-                    .detach()
+                glommio::spawn_local(async move {
+                    let response = dispatch::handle(&shard, header, request).await;
+                    drop(permit);
+                    response
+                })
+                .detach()
             }
             Err(FrameError::UnsupportedVersion(ids))
                 if ids.api_key == crate::protocol::messages::api_versions::API_VERSIONS_KEY =>

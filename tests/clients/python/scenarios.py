@@ -733,6 +733,11 @@ SCENARIOS = {
 }
 
 
+def _version():
+    v = confluent_kafka.version()
+    return v[0] if isinstance(v, tuple) else v
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bootstrap", required=True)
@@ -749,7 +754,7 @@ def main():
         if n not in SCENARIOS:
             print(f"unknown scenario {n}; known: {', '.join(SCENARIOS)}", file=sys.stderr)
             return 2
-    print(f"python scenarios: confluent-kafka {confluent_kafka.version()[0]}, librdkafka {confluent_kafka.libversion()[0]}, "
+    print(f"python scenarios: confluent-kafka {_version()}, librdkafka {confluent_kafka.libversion()[0]}, "
           f"bootstrap {args.bootstrap}, seed {args.seed}, records {args.records}", flush=True)
     ctx = Ctx(args.bootstrap, args.records, args.seed)
     passed = 0

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test of kaas on a fresh machine: installs what the tests need, then checks
+# formatting and lints, runs the Rust tests (unit, property, crash, integration against the
+# real binary) and the real-client suites (Java, librdkafka via Python, franz-go).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "system packages"
+missing=()
+for tool in cmake pkg-config; do
+  command -v "$tool" >/dev/null || missing+=("$tool")
+done
+dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
+dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
+if ((${#missing[@]})); then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+step "real Kafka clients"
+tests/clients/prepare.sh
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "Rust tests"
+cargo test --workspace --locked
+
+echo
+echo "all tests passed"
