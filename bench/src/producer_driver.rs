@@ -71,7 +71,6 @@ pub struct ProducerOutcome {
     pub recorder: SampleRecorder,
     pub sent: u64,
     pub delivered: u64,
-    pub delivered_bytes: u64,
     pub failed: u64,
     pub delivery_errors: Vec<String>,
     pub client_errors: (u64, Vec<String>),
@@ -80,7 +79,6 @@ pub struct ProducerOutcome {
 struct DeliveryState {
     recorder: SampleRecorder,
     delivered: u64,
-    delivered_bytes: u64,
     failed: u64,
     errors: Vec<String>,
 }
@@ -119,7 +117,6 @@ impl ProducerContext for DeliveryProbe {
                     .record_latency(self.clock.phase_of(intended), latency_us);
                 state.recorder.count(self.clock.phase_of(now), bytes);
                 state.delivered += 1;
-                state.delivered_bytes += bytes;
                 self.progress.add_produced(bytes);
                 self.progress.observe_latency(latency_us);
             }
@@ -149,7 +146,6 @@ pub fn run_producer(
         state: Mutex::new(DeliveryState {
             recorder: SampleRecorder::new(clock.samples),
             delivered: 0,
-            delivered_bytes: 0,
             failed: 0,
             errors: Vec::new(),
         }),
@@ -239,7 +235,6 @@ pub fn run_producer(
         recorder: state.recorder.clone(),
         sent,
         delivered: state.delivered,
-        delivered_bytes: state.delivered_bytes,
         failed: state.failed.max(sent.saturating_sub(state.delivered)),
         delivery_errors,
         client_errors: client_errors.snapshot(),

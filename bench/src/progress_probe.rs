@@ -72,7 +72,16 @@ impl Drop for ProgressPrinter {
 fn print_loop(label: &str, probe: &ProgressProbe, clock: Option<SampleClock>, stop: &AtomicBool) {
     let tty = std::io::stderr().is_terminal();
     let began = Instant::now();
-    let mut last = (0u64, 0u64, 0u64, 0u64);
+    let totals = |probe: &ProgressProbe| {
+        (
+            probe.produced_records.load(Ordering::Relaxed),
+            probe.produced_bytes.load(Ordering::Relaxed),
+            probe.consumed_records.load(Ordering::Relaxed),
+            probe.consumed_bytes.load(Ordering::Relaxed),
+        )
+    };
+    // Counters may be shared by several printers in turn: rates start from where they are.
+    let mut last = totals(probe);
     let mut last_at = began;
     while !stop.load(Ordering::Relaxed) {
         // Sleep in small steps so that stopping is prompt.
@@ -86,12 +95,7 @@ fn print_loop(label: &str, probe: &ProgressProbe, clock: Option<SampleClock>, st
         let now = Instant::now();
         let seconds = now.duration_since(last_at).as_secs_f64();
         last_at = now;
-        let current = (
-            probe.produced_records.load(Ordering::Relaxed),
-            probe.produced_bytes.load(Ordering::Relaxed),
-            probe.consumed_records.load(Ordering::Relaxed),
-            probe.consumed_bytes.load(Ordering::Relaxed),
-        );
+        let current = totals(probe);
         let rate = |new: u64, old: u64| (new - old) as f64 / seconds;
         let phase = clock.map_or_else(String::new, |clock| match clock.phase_of(now) {
             Phase::Before => "starting".into(),

@@ -1,6 +1,6 @@
 //! Durable append throughput of a partition log next to the physical limit of the disk.
 //!
-//! For each batch size, alternating sample by sample on the same disk:
+//! For each batch size, on the same disk, in the same run:
 //! - `kaas`: `PartitionLog::append_durable`, one batch at a time (append, then wait for the
 //!   write and fdatasync that cover it);
 //! - `raw`: glommio `DmaFile` O_DIRECT writes of the same bytes at the same positions with an
@@ -8,26 +8,37 @@
 //!   32 MiB preallocation steps as the engine. A batch smaller than a page rewrites the page
 //!   that holds it (as any O_DIRECT log must), so this is the physical limit for that
 //!   durability;
-//! - `raw-ow`: the same raw writes over a file that was written (zeros) and synced
-//!   beforehand, so no write changes the file size or converts a preallocated (unwritten)
-//!   extent: the fdatasync has no metadata to commit. Shown for reference only; it is what
-//!   the segment layout could reach if segments were pre-written rather than fallocated.
+//! - `raw-ow`: the same raw writes over a region of the file that was written (zeros) and
+//!   synced beforehand, so no write changes the file size or converts a preallocated
+//!   (unwritten) extent and the fdatasync has no metadata to commit. For reference: what a
+//!   segment could reach if it were pre-written instead of fallocated.
 //!
-//! Then the device ceiling (1 MiB O_DIRECT writes, no per-write sync, one fdatasync at the end
-//! of each sample, 1 and 4 writes in flight), and group commit: 8 concurrent appenders
-//! awaiting durability per batch, on one partition and on 8 partitions, next to raw
-//! references (8 batches coalesced per write + fdatasync; 8 files written concurrently).
+//! The disk is shared and its fdatasync latency drifts by several times over minutes, so the
+//! configurations of one comparison are interleaved finely: a sample opens one log or file
+//! per configuration and then gives each configuration a 100 ms slice in turn (rotating the
+//! order) until each has had the sample time. Throughput is bytes over the configuration's
+//! own slice time; each table shows medians over the samples, and `kaas/raw` is the median
+//! of the per-sample ratios.
+//!
+//! Also measured: the CPU cost of `append()` itself (validation, offset stamping, copies,
+//! no waiting) next to CRC-32C and memcpy of the same bytes; the device ceiling (1 MiB
+//! O_DIRECT writes, no per-write sync, one fdatasync at the end of each sample, 1 and 4
+//! writes in flight); and group commit: 8 concurrent appenders awaiting durability per batch,
+//! on one partition and on 8 partitions, next to raw references (8 batches coalesced per
+//! write + fdatasync; 8 files written concurrently).
 //!
 //! Knobs (environment): `KAAS_BENCH_DIR` (parent of the scratch directory, default /tmp),
-//! `KAAS_BENCH_SAMPLES` (5), `KAAS_BENCH_SAMPLE_SECS` (1.5), `KAAS_BENCH_SAMPLE_MIB` (256,
-//! the byte cap of one sample), `KAAS_BENCH_SIZES` (bytes, comma-separated),
+//! `KAAS_BENCH_SAMPLES` (5), `KAAS_BENCH_SAMPLE_SECS` (1.5, per configuration and sample),
+//! `KAAS_BENCH_SLICE_MS` (100), `KAAS_BENCH_SAMPLE_MIB` (1024, the byte cap of one
+//! configuration in one sample), `KAAS_BENCH_SIZES` (bytes, comma-separated),
 //! `KAAS_BENCH_GROUP_SIZES`, `KAAS_BENCH_GROUP_N` (8), `KAAS_BENCH_SKIP` (any of
-//! `single,ceiling,group`).
+//! `single,cpu,ceiling,group`).
 
 mod common;
 
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -37,11 +48,14 @@ use glommio::io::{DmaBuffer, DmaFile, OpenOptions};
 use kaas_engine::{LogConfig, PartitionLog, Storage};
 
 const PAGE: u64 = 4096;
+/// How much of a pre-written file is written ahead at a time (outside the timed slices).
+const PREFILL_STEP: u64 = 256 << 20;
 
 #[derive(Clone)]
 struct Settings {
     samples: usize,
     sample_time: Duration,
+    slice: Duration,
     sample_cap: u64,
     sizes: Vec<usize>,
     group_sizes: Vec<usize>,
@@ -54,7 +68,8 @@ impl Settings {
         Settings {
             samples: env_or("KAAS_BENCH_SAMPLES", 5usize).max(1),
             sample_time: Duration::from_secs_f64(env_or("KAAS_BENCH_SAMPLE_SECS", 1.5f64)),
-            sample_cap: env_or("KAAS_BENCH_SAMPLE_MIB", 256u64) << 20,
+            slice: Duration::from_millis(env_or("KAAS_BENCH_SLICE_MS", 100u64).max(1)),
+            sample_cap: env_or("KAAS_BENCH_SAMPLE_MIB", 1024u64) << 20,
             sizes: env_list(
                 "KAAS_BENCH_SIZES",
                 &[KIB, 4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB],
@@ -70,7 +85,7 @@ impl Settings {
     }
 }
 
-/// One measured sample.
+/// One measured sample of one configuration.
 #[derive(Default)]
 struct Sample {
     bytes: u64,
@@ -116,43 +131,16 @@ impl Series {
             self.latencies.len()
         )
     }
-}
 
-/// Stops a sample at its time or byte budget; shared by concurrent writers.
-#[derive(Clone)]
-struct Budget {
-    started: Instant,
-    deadline: Instant,
-    cap: u64,
-    spent: Rc<Cell<u64>>,
-}
-
-impl Budget {
-    fn new(settings: &Settings, cap: u64) -> Self {
-        Budget {
-            started: Instant::now(),
-            deadline: Instant::now() + settings.sample_time,
-            cap,
-            spent: Rc::new(Cell::new(0)),
-        }
-    }
-
-    /// The same budget, its clock started now.
-    fn restart(self) -> Self {
-        Budget {
-            deadline: Instant::now() + (self.deadline - self.started),
-            started: Instant::now(),
-            ..self
-        }
-    }
-
-    /// Claims `bytes`; false once the budget is exhausted.
-    fn claim(&self, bytes: u64) -> bool {
-        if self.spent.get() >= self.cap || Instant::now() >= self.deadline {
-            return false;
-        }
-        self.spent.set(self.spent.get() + bytes);
-        true
+    /// Median of the per-sample ratios `self / other`.
+    fn ratio_to(&self, other: &Series) -> f64 {
+        let ratios: Vec<f64> = self
+            .throughput
+            .iter()
+            .zip(&other.throughput)
+            .map(|(a, b)| a / b)
+            .collect();
+        median(&ratios)
     }
 }
 
@@ -163,72 +151,10 @@ fn unique(label: &str) -> String {
     format!("{label}-{id}")
 }
 
-// ---------------------------------------------------------------------------------------
-// kaas
-
-async fn open_log(storage: &Storage, label: &str) -> (PartitionLog, PathBuf) {
-    let dir = PathBuf::from("topics").join(unique(label)).join("0");
-    let log = PartitionLog::open(storage, &dir, LogConfig::default())
-        .await
-        .expect("opening a log");
-    (log, dir)
-}
-
-async fn discard_log(storage: &Storage, log: PartitionLog, dir: &Path) {
-    log.close().await.expect("closing a log");
-    storage
-        .remove_dir_all(dir.parent().expect("topic dir"))
-        .await
-        .expect("removing a log");
-}
-
-/// `tasks` appenders on each of `partitions` logs, each awaiting durability per batch.
-async fn kaas_sample(
-    storage: &Storage,
-    batch: Rc<Vec<u8>>,
-    partitions: usize,
-    tasks_per_partition: usize,
-    budget: Budget,
-) -> Sample {
-    let mut logs = Vec::new();
-    for _ in 0..partitions {
-        logs.push(open_log(storage, &format!("kaas-{}", batch.len())).await);
-    }
-    let budget = budget.restart();
-    let now = now_ms();
-    let start = Instant::now();
-    let mut handles = Vec::new();
-    for (log, _) in &logs {
-        for _ in 0..tasks_per_partition {
-            let log = log.clone();
-            let batch = batch.clone();
-            let budget = budget.clone();
-            handles.push(glommio::spawn_local(async move {
-                let mut latencies = Vec::new();
-                let mut bytes = 0u64;
-                while budget.claim(batch.len() as u64) {
-                    let t = Instant::now();
-                    log.append_durable(&batch, 0, now)
-                        .await
-                        .expect("durable append");
-                    latencies.push(t.elapsed());
-                    bytes += batch.len() as u64;
-                }
-                (bytes, latencies)
-            }));
-        }
-    }
-    let mut sample = Sample::default();
-    for handle in handles {
-        let (bytes, latencies) = handle.await;
-        sample.bytes += bytes;
-        sample.latencies.extend(latencies);
-    }
-    sample.elapsed = start.elapsed();
-    for (log, dir) in logs {
-        discard_log(storage, log, &dir).await;
-    }
-    sample
+/// Where a sample writes.
+struct Ctx {
+    storage: Storage,
+    raw_dir: PathBuf,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -241,15 +167,16 @@ struct RawWriter {
     /// Logical end (bytes appended).
     end: u64,
     reserved: u64,
-    /// End of the prefilled (already written) region.
+    /// End of the pre-written region (0 when the file is only fallocated).
     written_through: u64,
+    prefilled: bool,
     step: u64,
     /// Reused aligned buffers by length.
     buffers: HashMap<usize, Rc<DmaBuffer>>,
 }
 
 impl RawWriter {
-    async fn create(dir: &Path, label: &str) -> Self {
+    async fn create(dir: &Path, label: &str, prefilled: bool) -> Self {
         let path = dir.join(format!("{}.raw", unique(label)));
         let file = OpenOptions::new()
             .read(true)
@@ -264,6 +191,7 @@ impl RawWriter {
             end: 0,
             reserved: 0,
             written_through: 0,
+            prefilled,
             step: LogConfig::default().preallocate_step,
             buffers: HashMap::new(),
         }
@@ -283,13 +211,18 @@ impl RawWriter {
             .clone()
     }
 
-    /// Writes `bytes` of zeros and syncs, so that later writes below it overwrite written
-    /// blocks inside the file size: an fdatasync then has no metadata to commit.
-    async fn prefill(&mut self, bytes: u64) {
+    /// For a pre-written file: writes zeros ahead (and syncs) when the next `len` bytes
+    /// would pass the pre-written region. Returns the time spent, which is not measured.
+    async fn prefill_for(&mut self, len: u64) -> Duration {
+        if !self.prefilled || self.end + len + PAGE <= self.written_through {
+            return Duration::ZERO;
+        }
+        let started = Instant::now();
         let chunk = MIB as u64;
         let zeros = Rc::new(self.file.alloc_dma_buffer(chunk as usize));
-        let mut position = 0;
-        while position < bytes {
+        let target = (self.end + len).div_ceil(PREFILL_STEP) * PREFILL_STEP + PREFILL_STEP;
+        let mut position = self.written_through;
+        while position < target {
             self.file
                 .write_rc_at(zeros.clone(), position)
                 .await
@@ -297,16 +230,17 @@ impl RawWriter {
             position += chunk;
         }
         self.file.fdatasync().await.expect("prefill fdatasync");
-        self.reserved = position;
         self.written_through = position;
+        self.reserved = self.reserved.max(position);
+        started.elapsed()
     }
 
     /// Writes the pages covering the next `len` logical bytes (a partial last page is
-    /// rewritten by the next call, as the engine does).
-    async fn write(&mut self, len: u64) {
+    /// rewritten by the next call, as the engine does), then fdatasyncs.
+    async fn durable_write(&mut self, len: u64) {
         let start = self.end / PAGE * PAGE;
         let end = (self.end + len).div_ceil(PAGE) * PAGE;
-        if end > self.reserved.max(self.written_through) {
+        if end > self.reserved {
             let target = end.div_ceil(self.step) * self.step;
             self.file
                 .pre_allocate(target, true)
@@ -322,9 +256,6 @@ impl RawWriter {
             .expect("raw write");
         assert_eq!(written as u64, end - start, "short raw write");
         self.end += len;
-    }
-
-    async fn sync(&self) {
         self.file.fdatasync().await.expect("raw fdatasync");
     }
 
@@ -335,63 +266,303 @@ impl RawWriter {
     }
 }
 
-/// `writers` files, each appending `coalesce` batches per write, fdatasync after each write.
-async fn raw_sample(
-    dir: &Path,
-    batch_len: usize,
-    writers: usize,
-    coalesce: usize,
-    prefill: bool,
-    budget: Budget,
-) -> Sample {
-    let mut files = Vec::new();
-    for _ in 0..writers {
-        let mut writer = RawWriter::create(dir, &format!("raw-{batch_len}")).await;
-        if prefill {
-            writer.prefill(budget.cap.div_ceil(writers as u64)).await;
+// ---------------------------------------------------------------------------------------
+// configurations, run slice by slice
+
+#[derive(Clone, Copy)]
+enum Variant {
+    /// `appenders` tasks on each of `partitions` logs, each awaiting durability per batch.
+    Kaas { partitions: usize, appenders: usize },
+    /// `files` files written concurrently, `coalesce` batches per write + fdatasync.
+    Raw {
+        files: usize,
+        coalesce: usize,
+        prefilled: bool,
+    },
+}
+
+impl Variant {
+    fn name(&self) -> String {
+        match *self {
+            Variant::Kaas {
+                partitions: 1,
+                appenders: 1,
+            } => "kaas, 1 appender, 1 partition".into(),
+            Variant::Kaas {
+                partitions: 1,
+                appenders,
+            } => format!("kaas, {appenders} appenders, 1 partition"),
+            Variant::Kaas { partitions, .. } => {
+                format!("kaas, {partitions} partitions, 1 appender each")
+            }
+            Variant::Raw {
+                files: 1,
+                coalesce: 1,
+                prefilled,
+            } => format!(
+                "raw, write+fdatasync{}",
+                if prefilled { ", pre-written file" } else { "" }
+            ),
+            Variant::Raw {
+                files: 1, coalesce, ..
+            } => format!("raw, {coalesce} batches per write+fdatasync"),
+            Variant::Raw { files, .. } => format!("raw, {files} files, write+fdatasync each"),
         }
-        files.push(writer);
     }
-    let budget = budget.restart();
-    let write_len = (batch_len * coalesce) as u64;
-    let start = Instant::now();
-    let handles: Vec<_> = files
-        .into_iter()
-        .map(|mut writer| {
-            let budget = budget.clone();
-            glommio::spawn_local(async move {
-                let mut latencies = Vec::new();
-                let mut bytes = 0u64;
-                while budget.claim(write_len) {
-                    let t = Instant::now();
-                    writer.write(write_len).await;
-                    writer.sync().await;
-                    latencies.push(t.elapsed());
-                    bytes += write_len;
+}
+
+enum Target {
+    Kaas(Vec<(PartitionLog, PathBuf)>),
+    Raw(Vec<RawWriter>),
+}
+
+/// One configuration during one sample.
+struct Run {
+    variant: Variant,
+    target: Target,
+    sample: Sample,
+}
+
+impl Run {
+    async fn start(variant: Variant, ctx: &Ctx, batch_len: usize) -> Run {
+        let target = match variant {
+            Variant::Kaas { partitions, .. } => {
+                let mut logs = Vec::new();
+                for _ in 0..partitions {
+                    let dir = PathBuf::from("topics")
+                        .join(unique(&format!("kaas-{batch_len}")))
+                        .join("0");
+                    let log = PartitionLog::open(&ctx.storage, &dir, LogConfig::default())
+                        .await
+                        .expect("opening a log");
+                    logs.push((log, dir));
                 }
-                (bytes, latencies, writer)
-            })
-        })
-        .collect();
-    let mut sample = Sample::default();
-    let mut writers_back = Vec::new();
-    for handle in handles {
-        let (bytes, latencies, writer) = handle.await;
-        sample.bytes += bytes;
-        sample.latencies.extend(latencies);
-        writers_back.push(writer);
+                Target::Kaas(logs)
+            }
+            Variant::Raw {
+                files, prefilled, ..
+            } => {
+                let mut writers = Vec::new();
+                for _ in 0..files {
+                    writers.push(
+                        RawWriter::create(&ctx.raw_dir, &format!("raw-{batch_len}"), prefilled)
+                            .await,
+                    );
+                }
+                Target::Raw(writers)
+            }
+        };
+        Run {
+            variant,
+            target,
+            sample: Sample::default(),
+        }
     }
-    sample.elapsed = start.elapsed();
-    for writer in writers_back {
-        writer.discard().await;
+
+    fn done(&self, settings: &Settings) -> bool {
+        self.sample.elapsed >= settings.sample_time || self.sample.bytes >= settings.sample_cap
     }
-    sample
+
+    /// Runs the configuration for about `slice`.
+    async fn slice(&mut self, batch: &Rc<Vec<u8>>, slice: Duration) {
+        let started = Instant::now();
+        let deadline = started + slice;
+        let mut paused = Duration::ZERO;
+        match (&mut self.target, self.variant) {
+            (Target::Kaas(logs), Variant::Kaas { appenders, .. }) => {
+                let now = now_ms();
+                let mut tasks = Vec::new();
+                for (log, _) in logs.iter() {
+                    for _ in 0..appenders {
+                        let (log, batch) = (log.clone(), batch.clone());
+                        tasks.push(glommio::spawn_local(async move {
+                            let mut latencies = Vec::new();
+                            while Instant::now() < deadline {
+                                let t = Instant::now();
+                                log.append_durable(&batch, 0, now)
+                                    .await
+                                    .expect("durable append");
+                                latencies.push(t.elapsed());
+                            }
+                            latencies
+                        }));
+                    }
+                }
+                for task in tasks {
+                    let latencies = task.await;
+                    self.sample.bytes += (latencies.len() * batch.len()) as u64;
+                    self.sample.latencies.extend(latencies);
+                }
+            }
+            (Target::Raw(writers), Variant::Raw { coalesce, .. }) => {
+                let write_len = (batch.len() * coalesce) as u64;
+                let tasks: Vec<_> = std::mem::take(writers)
+                    .into_iter()
+                    .map(|mut writer| {
+                        glommio::spawn_local(async move {
+                            let mut latencies = Vec::new();
+                            let mut paused = Duration::ZERO;
+                            while Instant::now() < deadline {
+                                paused += writer.prefill_for(write_len).await;
+                                let t = Instant::now();
+                                writer.durable_write(write_len).await;
+                                latencies.push(t.elapsed());
+                            }
+                            (writer, latencies, paused)
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    let (writer, latencies, writer_paused) = task.await;
+                    self.sample.bytes += latencies.len() as u64 * write_len;
+                    self.sample.latencies.extend(latencies);
+                    paused = paused.max(writer_paused);
+                    writers.push(writer);
+                }
+            }
+            _ => unreachable!("target matches its variant"),
+        }
+        self.sample.elapsed += started.elapsed().saturating_sub(paused);
+    }
+
+    async fn finish(self, ctx: &Ctx) -> Sample {
+        match self.target {
+            Target::Kaas(logs) => {
+                for (log, dir) in logs {
+                    log.close().await.expect("closing a log");
+                    ctx.storage
+                        .remove_dir_all(dir.parent().expect("topic dir"))
+                        .await
+                        .expect("removing a log");
+                }
+            }
+            Target::Raw(writers) => {
+                for writer in writers {
+                    writer.discard().await;
+                }
+            }
+        }
+        self.sample
+    }
+}
+
+/// Runs `variants` against each other for `settings.samples` samples, interleaved by slices.
+async fn compare(
+    ctx: &Ctx,
+    settings: &Settings,
+    batch: &Rc<Vec<u8>>,
+    variants: &[Variant],
+) -> Vec<Series> {
+    let mut series: Vec<Series> = variants.iter().map(|_| Series::default()).collect();
+    for _ in 0..settings.samples {
+        let mut runs = Vec::new();
+        for &variant in variants {
+            runs.push(Run::start(variant, ctx, batch.len()).await);
+        }
+        let mut round = 0;
+        while runs.iter().any(|r| !r.done(settings)) {
+            let count = runs.len();
+            for j in 0..count {
+                let run = &mut runs[(round + j) % count];
+                if !run.done(settings) {
+                    run.slice(batch, settings.slice).await;
+                }
+            }
+            round += 1;
+        }
+        for (k, run) in runs.into_iter().enumerate() {
+            series[k].push(run.finish(ctx).await);
+        }
+    }
+    series
+}
+
+// ---------------------------------------------------------------------------------------
+// CPU cost of append(), and the device ceiling
+
+/// Median microseconds per batch over 5 repetitions of `f` run for ~0.2 s each.
+async fn micros_per_op(mut f: impl AsyncFnMut() -> Duration) -> f64 {
+    let mut per_op = Vec::new();
+    for _ in 0..5 {
+        let mut spent = Duration::ZERO;
+        let mut ops = 0u64;
+        while spent < Duration::from_millis(200) {
+            spent += f().await;
+            ops += 1;
+        }
+        per_op.push(spent.as_secs_f64() * 1e6 / ops as f64);
+    }
+    median(&per_op)
+}
+
+struct CpuRow {
+    size: usize,
+    append_us: f64,
+    validate_us: f64,
+    crc_us: f64,
+    memcpy_us: f64,
+}
+
+/// Time inside `append()` (validation, stamping, copies; not the writes, which run in the
+/// background, nor the flushes, which are untimed), next to its parts done by hand.
+async fn cpu_costs(ctx: &Ctx, size: usize) -> CpuRow {
+    let batch = exact_batch(size, 1000);
+    let dir = PathBuf::from("topics").join(unique("cpu")).join("0");
+    let log = PartitionLog::open(&ctx.storage, &dir, LogConfig::default())
+        .await
+        .expect("opening a log");
+    let now = now_ms();
+    let mut pending = 0usize;
+    let append_us = micros_per_op(async || {
+        let t = Instant::now();
+        log.append(&batch, 0, now).await.expect("append");
+        let spent = t.elapsed();
+        pending += batch.len();
+        if pending >= 8 << 20 {
+            log.flush().await.expect("flush");
+            pending = 0;
+        }
+        spent
+    })
+    .await;
+    log.close().await.expect("closing a log");
+    ctx.storage
+        .remove_dir_all(dir.parent().expect("topic dir"))
+        .await
+        .expect("removing a log");
+    let validate_us = micros_per_op(async || {
+        let t = Instant::now();
+        black_box(kaas_engine::batch::validate_batches(black_box(&batch), usize::MAX).is_ok());
+        t.elapsed()
+    })
+    .await;
+    let crc_us = micros_per_op(async || {
+        let t = Instant::now();
+        black_box(kaas_engine::batch::compute_crc(black_box(&batch)));
+        t.elapsed()
+    })
+    .await;
+    let mut target = vec![0u8; size];
+    let memcpy_us = micros_per_op(async || {
+        let t = Instant::now();
+        target.copy_from_slice(black_box(&batch));
+        black_box(&mut target);
+        t.elapsed()
+    })
+    .await;
+    CpuRow {
+        size,
+        append_us,
+        validate_us,
+        crc_us,
+        memcpy_us,
+    }
 }
 
 /// Large sequential O_DIRECT writes, `depth` in flight, one fdatasync at the end (timed).
-async fn ceiling_sample(dir: &Path, depth: usize, budget: Budget) -> Sample {
+async fn ceiling_sample(dir: &Path, depth: usize, settings: &Settings) -> Sample {
     const WRITE: u64 = MIB as u64;
-    let writer = RawWriter::create(dir, "ceiling").await;
+    let writer = RawWriter::create(dir, "ceiling", false).await;
     let file = writer.file.clone();
     let step = writer.step;
     let mut buffer = file.alloc_dma_buffer(WRITE as usize);
@@ -401,27 +572,22 @@ async fn ceiling_sample(dir: &Path, depth: usize, budget: Budget) -> Sample {
     let buffer = Rc::new(buffer);
     let next = Rc::new(Cell::new(0u64));
     let reserved = Rc::new(Cell::new(0u64));
+    let cap = settings.sample_cap.max(2 * GIB);
     let start = Instant::now();
+    let deadline = start + settings.sample_time;
     let handles: Vec<_> = (0..depth)
         .map(|_| {
-            let (file, buffer, next, reserved, budget) = (
-                file.clone(),
-                buffer.clone(),
-                next.clone(),
-                reserved.clone(),
-                budget.clone(),
-            );
+            let (file, buffer, next, reserved) =
+                (file.clone(), buffer.clone(), next.clone(), reserved.clone());
             glommio::spawn_local(async move {
                 let mut bytes = 0u64;
-                while budget.claim(WRITE) {
+                while Instant::now() < deadline && next.get() < cap {
                     let position = next.get();
                     next.set(position + WRITE);
                     if position + WRITE > reserved.get() {
                         let target = (position + WRITE).div_ceil(step) * step;
                         reserved.set(target);
-                        file.pre_allocate(target, true)
-                            .await
-                            .expect("preallocating");
+                        file.pre_allocate(target, true).await.expect("preallocating");
                     }
                     let written = file
                         .write_rc_at(buffer.clone(), position)
@@ -447,60 +613,54 @@ async fn ceiling_sample(dir: &Path, depth: usize, budget: Budget) -> Sample {
 
 // ---------------------------------------------------------------------------------------
 
-struct SingleRow {
-    size: usize,
-    kaas: Series,
-    raw: Series,
-    /// Raw writes over an already written file (no metadata for fdatasync to commit).
-    overwrite: Series,
-}
-
-struct GroupRow {
-    size: usize,
-    variants: Vec<(String, Series)>,
-}
-
 async fn bench(settings: Settings) -> String {
     let scratch = scratch_dir("append");
     let root = scratch.path().to_path_buf();
     kaas_engine::dma_probe::prepare_executor(&root)
         .await
         .expect("direct-I/O probe");
-    let storage = Storage::disk(root.clone());
     let raw_dir = root.join("raw");
     std::fs::create_dir_all(&raw_dir).expect("raw dir");
+    let ctx = Ctx {
+        storage: Storage::disk(root.clone()),
+        raw_dir,
+    };
     let (machine_json, machine_text) = machine_facts(&root);
     println!("append_throughput: {machine_text}");
     println!(
-        "{} samples per configuration, each {:.1} s or {} MiB, whichever comes first; medians",
+        "{} samples; in each, every configuration runs {:.1} s (or {} MiB) in {} ms slices, interleaved; medians",
         settings.samples,
         settings.sample_time.as_secs_f64(),
-        settings.sample_cap >> 20
+        settings.sample_cap >> 20,
+        settings.slice.as_millis()
     );
 
     // Warm-up (discarded): wakes the disk path, the allocator and the blocking pool.
     {
         let warm = Settings {
+            samples: 1,
             sample_time: Duration::from_millis(300),
             ..settings.clone()
         };
         let batch = Rc::new(exact_batch(16 * KIB, 1000));
-        kaas_sample(&storage, batch, 1, 1, Budget::new(&warm, warm.sample_cap)).await;
-        raw_sample(
-            &raw_dir,
-            16 * KIB,
-            1,
-            1,
-            false,
-            Budget::new(&warm, warm.sample_cap),
-        )
-        .await;
+        let single = [
+            Variant::Kaas {
+                partitions: 1,
+                appenders: 1,
+            },
+            Variant::Raw {
+                files: 1,
+                coalesce: 1,
+                prefilled: false,
+            },
+        ];
+        compare(&ctx, &warm, &batch, &single).await;
     }
 
-    let mut single = Vec::new();
+    let mut single_json = Vec::new();
     if settings.runs("single") {
         println!(
-            "\n-- one appender, durable per batch (kaas append_durable vs raw write+fdatasync) --"
+            "\n-- one appender, durable per batch: kaas append_durable vs raw write+fdatasync --"
         );
         println!(
             "{:>7} {:>10} {:>10} {:>9} {:>17} {:>17} {:>12}",
@@ -512,67 +672,103 @@ async fn bench(settings: Settings) -> String {
             "raw p50/p99 us",
             "raw-ow MB/s"
         );
+        let variants = [
+            Variant::Kaas {
+                partitions: 1,
+                appenders: 1,
+            },
+            Variant::Raw {
+                files: 1,
+                coalesce: 1,
+                prefilled: false,
+            },
+            Variant::Raw {
+                files: 1,
+                coalesce: 1,
+                prefilled: true,
+            },
+        ];
         for &size in &settings.sizes {
             let batch = Rc::new(exact_batch(size, 1000));
-            let mut row = SingleRow {
-                size,
-                kaas: Series::default(),
-                raw: Series::default(),
-                overwrite: Series::default(),
-            };
-            for i in 0..settings.samples {
-                for j in 0..3 {
-                    let budget = Budget::new(&settings, settings.sample_cap);
-                    match (i + j) % 3 {
-                        0 => row
-                            .kaas
-                            .push(kaas_sample(&storage, batch.clone(), 1, 1, budget).await),
-                        1 => row
-                            .raw
-                            .push(raw_sample(&raw_dir, size, 1, 1, false, budget).await),
-                        _ => row
-                            .overwrite
-                            .push(raw_sample(&raw_dir, size, 1, 1, true, budget).await),
-                    }
-                }
-            }
+            let mut s = compare(&ctx, &settings, &batch, &variants).await;
+            let ratio = s[0].ratio_to(&s[1]);
+            let (kaas_p50, kaas_p99) = (s[0].latency_us(0.5), s[0].latency_us(0.99));
+            let (raw_p50, raw_p99) = (s[1].latency_us(0.5), s[1].latency_us(0.99));
             println!(
                 "{:>7} {:>10.1} {:>10.1} {:>8.1}% {:>8.0}/{:<8.0} {:>8.0}/{:<8.0} {:>12.1}",
                 size_label(size),
-                row.kaas.median(),
-                row.raw.median(),
-                100.0 * row.kaas.median() / row.raw.median(),
-                row.kaas.latency_us(0.5),
-                row.kaas.latency_us(0.99),
-                row.raw.latency_us(0.5),
-                row.raw.latency_us(0.99),
-                row.overwrite.median(),
+                s[0].median(),
+                s[1].median(),
+                100.0 * ratio,
+                kaas_p50,
+                kaas_p99,
+                raw_p50,
+                raw_p99,
+                s[2].median(),
             );
-            single.push(row);
+            single_json.push(format!(
+                "{{\"batch_bytes\":{},\"kaas\":{},\"raw\":{},\"raw_prewritten\":{},\"kaas_over_raw\":{}}}",
+                size,
+                s[0].json(),
+                s[1].json(),
+                s[2].json(),
+                json_num(ratio)
+            ));
         }
     }
 
-    let mut ceiling = Vec::new();
+    let mut cpu_json = Vec::new();
+    if settings.runs("cpu") {
+        println!("\n-- CPU per batch: inside append() (no waiting) vs its parts by hand --");
+        println!(
+            "{:>7} {:>11} {:>10} {:>13} {:>10} {:>10} {:>12}",
+            "batch", "append() us", "GB/s", "validate us", "crc us", "memcpy us", "append/memcpy"
+        );
+        for &size in &settings.sizes {
+            let row = cpu_costs(&ctx, size).await;
+            println!(
+                "{:>7} {:>11.2} {:>10.2} {:>13.2} {:>10.2} {:>10.2} {:>12.1}x",
+                size_label(row.size),
+                row.append_us,
+                row.size as f64 / row.append_us / 1e3,
+                row.validate_us,
+                row.crc_us,
+                row.memcpy_us,
+                row.append_us / row.memcpy_us
+            );
+            cpu_json.push(format!(
+                "{{\"batch_bytes\":{},\"append_us\":{},\"validate_us\":{},\"crc32c_us\":{},\"memcpy_us\":{}}}",
+                row.size,
+                json_num(row.append_us),
+                json_num(row.validate_us),
+                json_num(row.crc_us),
+                json_num(row.memcpy_us)
+            ));
+        }
+    }
+
+    let mut ceiling_json = Vec::new();
     if settings.runs("ceiling") {
         println!("\n-- device ceiling: 1 MiB O_DIRECT writes, one fdatasync per sample --");
         println!("{:>16} {:>11}", "writes in flight", "MB/s");
-        let mut series = [Series::default(), Series::default()];
         let depths = [1usize, 4];
+        let mut series = [Series::default(), Series::default()];
         for i in 0..settings.samples {
             let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
             for k in order {
-                let depth = depths[k];
-                let budget = Budget::new(&settings, settings.sample_cap.max(2 * GIB));
-                series[k].push(ceiling_sample(&raw_dir, depth, budget).await);
+                series[k].push(ceiling_sample(&ctx.raw_dir, depths[k], &settings).await);
             }
         }
         for (depth, mut s) in depths.into_iter().zip(series) {
             println!("{:>16} {:>11.1}", depth, s.median());
-            ceiling.push((depth, s.json()));
+            ceiling_json.push(format!(
+                "{{\"write_bytes\":{MIB},\"in_flight\":{depth},\"result\":{}}}",
+                s.json()
+            ));
         }
     }
 
-    let mut group = Vec::new();
+    let mut group_json = Vec::new();
     if settings.runs("group") {
         let n = settings.group_n;
         println!(
@@ -580,103 +776,73 @@ async fn bench(settings: Settings) -> String {
         );
         println!(
             "{:>7} {:<44} {:>10} {:>10} {:>17}",
-            "batch", "variant", "MB/s", "vs 1 app.", "p50/p99 us"
+            "batch", "configuration", "MB/s", "vs 1 app.", "p50/p99 us"
         );
+        let variants = [
+            Variant::Kaas {
+                partitions: 1,
+                appenders: 1,
+            },
+            Variant::Kaas {
+                partitions: 1,
+                appenders: n,
+            },
+            Variant::Kaas {
+                partitions: n,
+                appenders: 1,
+            },
+            Variant::Raw {
+                files: 1,
+                coalesce: n,
+                prefilled: false,
+            },
+            Variant::Raw {
+                files: n,
+                coalesce: 1,
+                prefilled: false,
+            },
+        ];
         for &size in &settings.group_sizes {
             let batch = Rc::new(exact_batch(size, 1000));
-            let names = [
-                "kaas, 1 appender, 1 partition".to_string(),
-                format!("kaas, {n} appenders, 1 partition"),
-                format!("kaas, {n} partitions, 1 appender each"),
-                format!("raw, {n} batches per write+fdatasync"),
-                format!("raw, {n} files, write+fdatasync each"),
-            ];
-            let mut variants: Vec<(String, Series)> = names
-                .iter()
-                .map(|n| (n.clone(), Series::default()))
-                .collect();
-            for i in 0..settings.samples {
-                for j in 0..variants.len() {
-                    let v = (i + j) % variants.len();
-                    let budget = Budget::new(&settings, settings.sample_cap);
-                    let sample = match v {
-                        0 => kaas_sample(&storage, batch.clone(), 1, 1, budget).await,
-                        1 => kaas_sample(&storage, batch.clone(), 1, n, budget).await,
-                        2 => kaas_sample(&storage, batch.clone(), n, 1, budget).await,
-                        3 => raw_sample(&raw_dir, size, 1, n, false, budget).await,
-                        _ => raw_sample(&raw_dir, size, n, 1, false, budget).await,
-                    };
-                    variants[v].1.push(sample);
-                }
-            }
-            let base = variants[0].1.median();
-            for (name, series) in &mut variants {
+            let mut s = compare(&ctx, &settings, &batch, &variants).await;
+            let mut rows = Vec::new();
+            for k in 0..variants.len() {
+                let vs_one = s[k].ratio_to(&s[0]);
+                let (p50, p99) = (s[k].latency_us(0.5), s[k].latency_us(0.99));
                 println!(
                     "{:>7} {:<44} {:>10.1} {:>9.2}x {:>8.0}/{:<8.0}",
                     size_label(size),
-                    name,
-                    series.median(),
-                    series.median() / base,
-                    series.latency_us(0.5),
-                    series.latency_us(0.99),
+                    variants[k].name(),
+                    s[k].median(),
+                    vs_one,
+                    p50,
+                    p99,
                 );
+                rows.push(format!(
+                    "{{\"configuration\":{},\"vs_one_appender\":{},\"result\":{}}}",
+                    json_str(&variants[k].name()),
+                    json_num(vs_one),
+                    s[k].json()
+                ));
             }
-            group.push(GroupRow { size, variants });
+            group_json.push(format!(
+                "{{\"batch_bytes\":{size},\"appenders\":{n},\"configurations\":[{}]}}",
+                rows.join(",")
+            ));
         }
     }
 
-    // JSON report.
-    let single_json: Vec<String> = single
-        .iter_mut()
-        .map(|row| {
-            let ratio = row.kaas.median() / row.raw.median();
-            format!(
-                "{{\"batch_bytes\":{},\"kaas\":{},\"raw\":{},\"raw_overwrite\":{},\"kaas_over_raw\":{}}}",
-                row.size,
-                row.kaas.json(),
-                row.raw.json(),
-                row.overwrite.json(),
-                json_num(ratio)
-            )
-        })
-        .collect();
-    let ceiling_json: Vec<String> = ceiling
-        .iter()
-        .map(|(depth, json)| {
-            format!("{{\"write_bytes\":{MIB},\"in_flight\":{depth},\"result\":{json}}}")
-        })
-        .collect();
-    let group_json: Vec<String> = group
-        .iter_mut()
-        .map(|row| {
-            let variants: Vec<String> = row
-                .variants
-                .iter_mut()
-                .map(|(name, series)| {
-                    format!(
-                        "{{\"variant\":{},\"result\":{}}}",
-                        json_str(name),
-                        series.json()
-                    )
-                })
-                .collect();
-            format!(
-                "{{\"batch_bytes\":{},\"appenders\":{},\"variants\":[{}]}}",
-                row.size,
-                settings.group_n,
-                variants.join(",")
-            )
-        })
-        .collect();
     drop(scratch);
     format!(
-        "{{\"bench\":\"append_throughput\",\"unix_time\":{},\"machine\":{},\"samples\":{},\"sample_secs\":{},\"sample_cap_bytes\":{},\"single\":[{}],\"ceiling\":[{}],\"group_commit\":[{}]}}\n",
+        "{{\"bench\":\"append_throughput\",\"unix_time\":{},\"machine\":{},\"samples\":{},\"sample_secs\":{},\"slice_ms\":{},\"sample_cap_bytes\":{},\"single\":[{}],\"cpu\":[{}],\"ceiling\":[{}],\"group_commit\":[{}]}}\n",
         now_ms() / 1000,
         machine_json,
         settings.samples,
         json_num(settings.sample_time.as_secs_f64()),
+        settings.slice.as_millis(),
         settings.sample_cap,
         single_json.join(","),
+        cpu_json.join(","),
         ceiling_json.join(","),
         group_json.join(",")
     )

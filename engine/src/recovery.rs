@@ -4,10 +4,14 @@
 //!    leader-epoch checkpoint; leftover `*.tmp` files from interrupted checkpoints go.
 //! 2. Segments wholly below the recovery point are trusted as sealed: their size is the file
 //!    size (sealing truncated it exactly) and their newest timestamp comes from the time
-//!    index, read lazily through a memory map.
-//! 3. From the recovery point (or from the start of the log when the checkpoint is missing
-//!    or corrupt) every batch is validated (framing, magic, CRC-32C); index entries, leader
-//!    epochs and producer state are rebuilt from the batches seen. The first torn or corrupt
+//!    index (sealing and checkpoints write an entry for it). Their index files must exist
+//!    and hold only valid entries; a missing or damaged one moves the scan start back to
+//!    the start of its segment, which rebuilds it.
+//! 3. From the recovery point every batch is validated (framing, magic, CRC-32C, offsets
+//!    dense); index entries, leader epochs and producer state are rebuilt from the batches
+//!    seen. The whole log is validated instead when the checkpoint is missing or corrupt,
+//!    when the leader-epoch checkpoint is, or when the segment holding the recovery point
+//!    is shorter than the point (it was cut behind our back). The first torn or corrupt
 //!    batch ends the log: its segment is truncated there and later segments are deleted.
 //!    Recovery time therefore depends on the bytes written after the last checkpoint, not
 //!    on the size of the log.
@@ -370,8 +374,7 @@ fn locate_recovery_point(bases: &[u64], point: &RecoveryPoint) -> (u64, u64) {
     let holding = bases
         .iter()
         .copied()
-        .filter(|b| *b < point.offset || (*b == point.offset && point.position == 0))
-        .next_back();
+        .rfind(|b| *b < point.offset || (*b == point.offset && point.position == 0));
     match holding {
         Some(base) => (base, point.position),
         // The segment the point ended was deleted since: the log now starts at the point.

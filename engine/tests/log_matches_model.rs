@@ -7,8 +7,9 @@
 //! their offsets. After every operation the log's start, high watermark and end offsets,
 //! its size and segment count and its leader epochs must be what the model says; every read
 //! must return whole batches, byte-identical to what was appended (with `baseOffset` and
-//! `partitionLeaderEpoch` stamped), starting with the batch holding the offset asked for
-//! and never past the high watermark; a producer retry must get the original offsets.
+//! `partitionLeaderEpoch` stamped, and the append time in `LogAppendTime` logs), starting
+//! with the batch holding the offset asked for and never past the high watermark; a
+//! producer retry must get the original offsets.
 //!
 //! A crash (dropping the log without closing it) keeps everything flushed and may keep a
 //! prefix of what was appended after the last flush; the model adopts whatever prefix the
@@ -18,10 +19,10 @@ mod common;
 
 use std::time::Duration;
 
-use kaas_engine::{EngineError, LogConfig, PartitionLog, Storage};
+use kaas_engine::{EngineError, LogConfig, PartitionLog, Storage, TimestampType};
 use proptest::prelude::*;
 
-use common::{batch, partition_dir, record_count, split_batches, stamped, ProducerSpec};
+use common::{batch, partition_dir, record_count, split_batches, ProducerSpec};
 
 const PRODUCERS: usize = 3;
 const FIRST_PRODUCER_ID: i64 = 7_000;
@@ -94,18 +95,28 @@ fn config_strategy() -> impl Strategy<Value = LogConfig> {
         prop_oneof![Just(4_096usize), Just(8_192), Just(65_536)],
         prop_oneof![Just(0usize), Just(4_096), Just(1 << 20)],
         prop_oneof![Just(0u64), Just(65_536), Just(32 << 20)],
+        prop_oneof![
+            3 => Just(TimestampType::CreateTime),
+            1 => Just(TimestampType::LogAppendTime),
+        ],
     )
         .prop_map(
-            |(segment_bytes, index_interval_bytes, write_chunk_bytes, tail_cache_bytes, step)| {
-                LogConfig {
-                    segment_bytes,
-                    index_interval_bytes,
-                    write_chunk_bytes,
-                    tail_cache_bytes,
-                    preallocate_step: step,
-                    retention_age: None,
-                    ..LogConfig::default()
-                }
+            |(
+                segment_bytes,
+                index_interval_bytes,
+                write_chunk_bytes,
+                tail_cache_bytes,
+                step,
+                timestamp_type,
+            )| LogConfig {
+                segment_bytes,
+                index_interval_bytes,
+                write_chunk_bytes,
+                tail_cache_bytes,
+                preallocate_step: step,
+                retention_age: None,
+                timestamp_type,
+                ..LogConfig::default()
             },
         )
 }
@@ -177,8 +188,10 @@ impl Model {
         self.active_appended = false;
     }
 
-    /// Accounts for an accepted (non-duplicate) request; returns the stored batches.
-    fn append(&mut self, request: &[Vec<u8>]) -> (u64, u64) {
+    /// Accounts for an accepted (non-duplicate) request; returns its first and last offsets.
+    fn append(&mut self, request: &[Vec<u8>], now: i64) -> (u64, u64) {
+        let log_append_time =
+            (self.config.timestamp_type == TimestampType::LogAppendTime).then_some(now);
         let total: u64 = request.iter().map(|b| b.len() as u64).sum();
         let active = self.segments.last().expect("a segment");
         if active.size > 0 && active.size + total > self.config.segment_bytes {
@@ -195,10 +208,18 @@ impl Model {
         for produced in request {
             let offset = self.end;
             let next = offset + record_count(produced);
+            let mut stored = produced.clone();
+            kaas_engine::batch::stamp_for_append(
+                &mut stored,
+                offset as i64,
+                self.leader_epoch,
+                log_append_time,
+            )
+            .expect("stamp");
             self.batches.push(ModelBatch {
                 base: offset,
                 next,
-                stored: stamped(produced, offset, self.leader_epoch),
+                stored,
             });
             self.active().size += produced.len() as u64;
             self.end = next;
@@ -309,10 +330,13 @@ impl Harness {
                     .append(&bytes, self.model.leader_epoch, now)
                     .await
                     .expect("append");
-                let (base, last) = self.model.append(&request);
+                let (base, last) = self.model.append(&request, now);
                 assert_eq!((outcome.base_offset, outcome.last_offset), (base, last));
                 assert!(!outcome.duplicate);
                 assert_eq!(outcome.log_start_offset, self.model.log_start);
+                let log_append_time =
+                    self.model.config.timestamp_type == TimestampType::LogAppendTime;
+                assert_eq!(outcome.log_append_time, log_append_time.then_some(now));
             }
             Op::AppendIdempotent {
                 producer,
@@ -338,7 +362,7 @@ impl Harness {
                     .append(&produced, self.model.leader_epoch, now)
                     .await
                     .expect("idempotent append");
-                let (base, last) = self.model.append(std::slice::from_ref(&produced));
+                let (base, last) = self.model.append(std::slice::from_ref(&produced), now);
                 assert_eq!((outcome.base_offset, outcome.last_offset), (base, last));
                 assert!(!outcome.duplicate);
                 self.model.producers[*producer].push(ProducedBatch {
@@ -598,7 +622,7 @@ fn ops_strategy() -> impl Strategy<Value = Vec<Op>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(96), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(256), ..ProptestConfig::default() })]
 
     #[test]
     fn in_memory_log_matches_model(config in config_strategy(), ops in ops_strategy()) {
@@ -607,7 +631,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(32), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(64), ..ProptestConfig::default() })]
 
     #[test]
     fn disk_log_matches_model(config in config_strategy(), ops in ops_strategy()) {

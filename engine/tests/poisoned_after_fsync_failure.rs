@@ -71,7 +71,10 @@ impl Drop for SmallTmpfs {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        let _ = Command::new("umount").arg("-l").arg(&self.mount_point).status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(&self.mount_point)
+            .status();
     }
 }
 
@@ -109,7 +112,10 @@ fn fill_until_poisoned(preallocate_step: u64) {
                 matches!(failure, EngineError::Poisoned(_)),
                 "the failed write must poison the log: {failure:?}"
             );
-            assert!(!acked.is_empty(), "some writes succeeded before the disk filled");
+            assert!(
+                !acked.is_empty(),
+                "some writes succeeded before the disk filled"
+            );
             assert!(log.is_poisoned());
 
             // Nothing more is accepted, flushed or served, and nothing is retried.
@@ -119,8 +125,14 @@ fn fill_until_poisoned(preallocate_step: u64) {
                 Err(EngineError::Poisoned(_))
             ));
             assert!(matches!(log.flush().await, Err(EngineError::Poisoned(_))));
-            assert!(matches!(log.read(0, 1 << 20).await, Err(EngineError::Poisoned(_))));
-            assert!(matches!(log.checkpoint().await, Err(EngineError::Poisoned(_))));
+            assert!(matches!(
+                log.read(0, 1 << 20).await,
+                Err(EngineError::Poisoned(_))
+            ));
+            assert!(matches!(
+                log.checkpoint().await,
+                Err(EngineError::Poisoned(_))
+            ));
             let high_watermark = log.offsets().high_watermark;
             assert_eq!(
                 high_watermark,
@@ -141,7 +153,10 @@ fn fill_until_poisoned(preallocate_step: u64) {
             .expect("reopen with room");
         assert!(!log.is_poisoned());
         let end = log.offsets().log_end_offset;
-        assert!(end >= 2 * acked.len() as u64, "acknowledged writes lost: end {end}");
+        assert!(
+            end >= 2 * acked.len() as u64,
+            "acknowledged writes lost: end {end}"
+        );
         let read = read_all(&log, 0, 1 << 20).await;
         for (i, produced) in acked.iter().enumerate() {
             let offset = 2 * i as u64;

@@ -117,8 +117,10 @@ async fn read_requests<R: AsyncRead + Unpin>(
             Err(FrameError::TooShort(_)) => return Err("frame too short for a header"),
             Err(FrameError::UnknownApi(_)) => return Err("unknown api key"),
             Err(FrameError::UnsupportedVersion(_)) => return Err("unsupported api version"),
-            Err(FrameError::Header { .. }) => return Err("malformed request header"),
-            Err(FrameError::Body { .. }) => return Err("malformed request body"),
+            Err(error @ (FrameError::Header { .. } | FrameError::Body { .. })) => {
+                tracing::debug!(ids = ?error.ids(), %error, "malformed request");
+                return Err("malformed request");
+            }
         };
         if queue.send(pending).await.is_err() {
             return Ok(());

@@ -248,7 +248,8 @@ macro_rules! apis {
             ) -> Result<Request, DecodeError> {
                 $(
                     if api_key == <$req as ApiMessage>::API_KEY {
-                        return decode_as::<$req>(buf, version).map(Request::$variant);
+                        return <$req as ApiMessage>::decode_prefix(buf, version)
+                            .map(Request::$variant);
                     }
                 )*
                 Err(DecodeError::UnsupportedVersion { api_key, version })

@@ -56,17 +56,24 @@ pub trait ApiMessage: Wire {
 
     /// Decodes a whole body at `version`; leftover bytes are an error.
     fn decode_body(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
+        let body = Self::decode_prefix(buf, version)?;
+        if !buf.is_empty() {
+            return Err(DecodeError::TrailingBytes(buf.len()));
+        }
+        Ok(body)
+    }
+
+    /// Decodes a body at `version` from the front of `buf`, leaving any bytes after it.
+    /// Requests are read this way: Apache Kafka ignores bytes after a request body, and
+    /// librdkafka 2.x sends three of them after a Metadata v13 request.
+    fn decode_prefix(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         if !Self::supports(version) {
             return Err(DecodeError::UnsupportedVersion {
                 api_key: Self::API_KEY,
                 version,
             });
         }
-        let body = Self::wire_decode(buf, Ctx::new(version, Self::FIRST_FLEXIBLE))?;
-        if !buf.is_empty() {
-            return Err(DecodeError::TrailingBytes(buf.len()));
-        }
-        Ok(body)
+        Self::wire_decode(buf, Ctx::new(version, Self::FIRST_FLEXIBLE))
     }
 
     /// Encodes the body at `version`. Fields that do not exist at `version` are left out.

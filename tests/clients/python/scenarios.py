@@ -14,6 +14,7 @@ group.id is set; nothing here depends on the group coordinator.
 """
 
 import argparse
+import faulthandler
 import random
 import sys
 import threading
@@ -28,6 +29,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                    ConfigSource, NewPartitions, NewTopic, OffsetSpec)
 
 OP_TIMEOUT = 30.0
+SCENARIO_LIMIT = 600.0  # seconds; past it the process dumps its stacks and exits 1
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
@@ -103,7 +105,7 @@ class Ctx:
     def producer(self, **overrides):
         conf = {"bootstrap.servers": self.bootstrap, "client.id": "kaas-py-producer",
                 "enable.idempotence": True, "acks": "all", "message.timeout.ms": 60000}
-        conf.update({k.replace("_", "."): v for k, v in overrides.items()})
+        conf.update(overrides)
         return Producer(conf)
 
     def consumer(self, **overrides):
@@ -111,7 +113,7 @@ class Ctx:
                 "group.id": "kaas-py-unused-" + uuid.uuid4().hex[:8],
                 "enable.auto.commit": False, "enable.auto.offset.store": False,
                 "auto.offset.reset": "earliest"}
-        conf.update({k.replace("_", "."): v for k, v in overrides.items()})
+        conf.update(overrides)
         return Consumer(conf)
 
 
@@ -358,10 +360,10 @@ def fetch_limits(ctx):
         recs.append({"topic": topic, "key": rbytes(rnd, 8), "value": rbytes(rnd, size), "headers": [],
                      "timestamp": None, "partition": i % 3})
     sent = produce(ctx.producer(**{"linger.ms": 20}), recs)
-    tiny = {"fetch.max.bytes": 1, "max.partition.fetch.bytes": 1, "message.max.bytes": 1000,
-            "receive.message.max.bytes": 1513}
+    # librdkafka's floor for fetch.max.bytes is message.max.bytes, whose floor is 1000.
+    tiny = {"fetch.max.bytes": 1000, "max.partition.fetch.bytes": 1, "message.max.bytes": 1000}
     verify("tiny fetch limits", sent, consume_all(ctx, topic, 3, len(sent), **tiny))
-    moderate = {"fetch.max.bytes": 100_000, "max.partition.fetch.bytes": 40_000}
+    moderate = {"fetch.max.bytes": 100_000, "max.partition.fetch.bytes": 40_000, "message.max.bytes": 100_000}
     verify("moderate fetch limits", sent, consume_all(ctx, topic, 3, len(sent), **moderate))
 
 
@@ -760,8 +762,10 @@ def main():
     passed = 0
     for n in names:
         t0 = time.monotonic()
+        faulthandler.dump_traceback_later(SCENARIO_LIMIT, exit=True)
         try:
             SCENARIOS[n](ctx)
+            faulthandler.cancel_dump_traceback_later()
         except Exception as e:  # Failure or anything unexpected
             print(f"FAIL {n}: {e}", flush=True)
             traceback.print_exc()

@@ -140,6 +140,7 @@ final class AdminOps {
             await(dr.all(), "createTopics with defaults");
             check(await(dr.numPartitions(defTopic), "numPartitions") >= 1, "default partition count < 1");
             checkEq(1, await(dr.replicationFactor(defTopic), "replicationFactor"), "default replication factor");
+            Support.waitForTopic(admin, defTopic, await(dr.numPartitions(defTopic), "numPartitions"));
 
             // DescribeConfigs: overrides come back as DYNAMIC_TOPIC_CONFIG, others have values too.
             Map<String, ConfigEntry> cfg = describeTopicConfig(admin, topic);

@@ -106,9 +106,8 @@ final class ProduceConsume {
                         o.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, false);
                     }
                     var records = Records.generate(ctx.rnd(what), topic, 3, ctx.records());
-                    // The producer stays open until the records were read back: with acks=0 a
-                    // producer that closes right after flush() may drop its last requests (the
-                    // broker is free to ignore what is still unread on a closed connection).
+                    // The producer stays open until the records were read back: with acks=0
+                    // nothing confirms delivery, so closing early could hide a lost request.
                     try (KafkaProducer<byte[], byte[]> producer = producer(ctx.bootstrap(), o)) {
                         List<Sent> sent = produce(producer, records);
                         if (!acks.equals("0")) {

@@ -30,6 +30,9 @@ public final class Scenarios {
 
     static final Map<String, Scenario> SCENARIOS = new LinkedHashMap<>();
 
+    /** The most any one scenario may take. */
+    static final long SCENARIO_LIMIT_MINUTES = 10;
+
     static {
         SCENARIOS.put("produce-consume", ProduceConsume::produceConsume);
         SCENARIOS.put("fetch-limits", ProduceConsume::fetchLimits);
@@ -85,10 +88,24 @@ public final class Scenarios {
             }
         }
         int passed = 0;
+        var watchdog = java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "scenario-watchdog");
+            t.setDaemon(true);
+            return t;
+        });
         for (var e : toRun.entrySet()) {
             long t0 = System.nanoTime();
+            final int passedSoFar = passed;
+            // Every wait inside a scenario is bounded; this is the last line of defence.
+            var timer = watchdog.schedule(() -> {
+                System.out.println("FAIL " + e.getKey() + ": did not finish within " + SCENARIO_LIMIT_MINUTES + " minutes");
+                System.out.println(passedSoFar + " passed, 1 failed");
+                System.out.flush();
+                Runtime.getRuntime().halt(1);
+            }, SCENARIO_LIMIT_MINUTES, java.util.concurrent.TimeUnit.MINUTES);
             try {
                 e.getValue().run(ctx);
+                timer.cancel(false);
             } catch (Throwable t) {
                 System.out.println("FAIL " + e.getKey() + ": " + t.getMessage());
                 t.printStackTrace(System.err);
