@@ -103,7 +103,10 @@ pub fn measure_limits(dir: &Path, file_bytes: u64, tcp_seconds: f64) -> anyhow::
         disk_runs.push(run);
     }
     let synced = disk_write(dir, file_bytes.min(256 << 20), 256 << 10, 1, true)?;
-    eprintln!("disk: 256 KiB + fdatasync each: {:.0} MB/s", synced.mb_per_s);
+    eprintln!(
+        "disk: 256 KiB + fdatasync each: {:.0} MB/s",
+        synced.mb_per_s
+    );
     let best = disk_runs.iter().map(|r| r.mb_per_s).fold(0.0, f64::max);
     let fdatasync_each = synced.mb_per_s;
     disk_runs.push(synced);
@@ -257,7 +260,10 @@ fn disk_write(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("writer panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("writer panicked")))
+            })
             .collect::<anyhow::Result<Vec<()>>>()
     })
     .and_then(|_| file.datasync());
@@ -322,6 +328,8 @@ fn memcpy_rate() -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]

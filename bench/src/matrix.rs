@@ -65,7 +65,12 @@ pub struct MatrixArgs {
     #[arg(long, value_delimiter = ',')]
     pub partitions: Option<Vec<i32>>,
     /// Workloads to run (end-to-end needs produce for its rate).
-    #[arg(long, value_delimiter = ',', value_enum, default_value = "produce,end-to-end,consume")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "produce,end-to-end,consume"
+    )]
     pub workloads: Vec<WorkloadKind>,
     /// Warm-up seconds per run [default: 3; quick: 2].
     #[arg(long)]
@@ -215,7 +220,13 @@ fn wait_for_disk(dir: Option<&PathBuf>, min_free_gib: f64) -> Result<(), String>
 /// `kaas-bench matrix`.
 pub fn matrix_command(args: &MatrixArgs) -> anyhow::Result<()> {
     let (default_sizes, default_acks, default_partitions, warmup, sample) = if args.quick {
-        (vec![1024, 16384], vec!["all".to_string()], vec![1, 16], 2.0, 3.0)
+        (
+            vec![1024, 16384],
+            vec!["all".to_string()],
+            vec![1, 16],
+            2.0,
+            3.0,
+        )
     } else {
         (
             vec![100, 1024, 16384],
@@ -256,9 +267,10 @@ pub fn matrix_command(args: &MatrixArgs) -> anyhow::Result<()> {
         finished_at_unix: 0,
         git_revision: git_revision(),
         machine: MachineInfo::current(),
-        command: args.command.clone().unwrap_or_else(|| {
-            std::env::args().collect::<Vec<_>>().join(" ")
-        }),
+        command: args
+            .command
+            .clone()
+            .unwrap_or_else(|| std::env::args().collect::<Vec<_>>().join(" ")),
         targets: args.targets.clone(),
         descriptions: args.descriptions.clone(),
         subject: args.subject.clone(),
@@ -390,7 +402,9 @@ pub fn matrix_command(args: &MatrixArgs) -> anyhow::Result<()> {
                                 rate: 0.0,
                                 summary: None,
                                 complete: false,
-                                errors: vec!["skipped: no produce throughput to derive a rate from".into()],
+                                errors: vec![
+                                    "skipped: no produce throughput to derive a rate from".into(),
+                                ],
                                 report_file: None,
                             });
                         }
@@ -504,7 +518,9 @@ fn write_e2e_plot(args: &MatrixArgs, results: &MatrixResults, cell: &CellKey) {
     if series.is_empty() {
         return;
     }
-    let rate = results.find(cell, &args.baseline).map_or(0.0, |run| run.rate);
+    let rate = results
+        .find(cell, &args.baseline)
+        .map_or(0.0, |run| run.rate);
     let title = format!(
         "end-to-end latency, {} B records, acks={}, {} partition(s), {:.0} records/s",
         cell.record_size, cell.acks, cell.partitions, rate

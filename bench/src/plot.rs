@@ -49,11 +49,9 @@ pub fn plot_command(args: &PlotArgs) -> anyhow::Result<()> {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let report: Report =
             serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-        series.extend(
-            series_of_report(&report)
-                .into_iter()
-                .filter(|s| args.latency == "both" || s.label.ends_with(&format!(" {}", args.latency))),
-        );
+        series.extend(series_of_report(&report).into_iter().filter(|s| {
+            args.latency == "both" || s.label.ends_with(&format!(" {}", args.latency))
+        }));
     }
     if series.is_empty() {
         bail!("the reports hold no latencies");
@@ -179,7 +177,11 @@ pub fn draw_percentile_plot(path: &Path, title: &str, series: &[Series]) -> anyh
     if values_ms.is_empty() {
         bail!("nothing to plot");
     }
-    let low = values_ms.iter().copied().fold(f64::INFINITY, f64::min).max(0.001);
+    let low = values_ms
+        .iter()
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        .max(0.001);
     let high = values_ms.iter().copied().fold(0.0, f64::max).max(low * 2.0);
     let y_range = (low / 1.5)..(high * 1.5);
 
@@ -223,11 +225,9 @@ pub fn draw_percentile_plot(path: &Path, title: &str, series: &[Series]) -> anyh
             .draw_series(LineSeries::new(points, color.stroke_width(3)))
             .map_err(|e| anyhow!("{e}"))?;
         if text {
-            drawn
-                .label(one.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
-                });
+            drawn.label(one.label.clone()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(3))
+            });
         }
     }
     if text {
@@ -248,6 +248,8 @@ pub fn draw_percentile_plot(path: &Path, title: &str, series: &[Series]) -> anyh
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -267,8 +269,12 @@ mod tests {
         let path = dir.join("p.png");
         let points = (0..=10)
             .map(|i| PercentilePoint {
-                percentile: if i == 10 { 100.0 } else { 100.0 * (1.0 - 0.5f64.powi(i)) },
-                latency_us: 100 * (i + 1),
+                percentile: if i == 10 {
+                    100.0
+                } else {
+                    100.0 * (1.0 - 0.5f64.powi(i))
+                },
+                latency_us: 100 * (i as u64 + 1),
             })
             .collect();
         draw_percentile_plot(

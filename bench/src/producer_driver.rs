@@ -197,7 +197,7 @@ pub fn run_producer(
         match producer.send(record) {
             Ok(()) => {
                 sent += 1;
-                if sent % 64 == 0 {
+                if sent.is_multiple_of(64) {
                     producer.poll(Duration::ZERO);
                 }
             }

@@ -177,6 +177,8 @@ pub fn summarize_throughput(samples: &[SampleReport]) -> Summary {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
     use crate::latency_recorder::new_histogram;
 

@@ -30,7 +30,7 @@ fn show_ratio(value: Option<f64>) -> String {
 }
 
 fn size_name(bytes: usize) -> String {
-    if bytes >= 1024 && bytes % 1024 == 0 {
+    if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} B")
@@ -82,10 +82,14 @@ impl Cells<'_> {
 }
 
 fn target_names(results: &MatrixResults) -> Vec<&str> {
-    results.targets.iter().map(|(name, _)| name.as_str()).collect()
+    results
+        .targets
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .collect()
 }
 
-fn others<'a>(results: &'a MatrixResults) -> Vec<&'a str> {
+fn others(results: &MatrixResults) -> Vec<&str> {
     target_names(results)
         .into_iter()
         .filter(|name| *name != results.subject)
@@ -122,7 +126,11 @@ pub fn render(results: &MatrixResults) -> String {
             .iter()
             .map(|(k, v)| format!("`{k}={v}`"))
             .collect();
-        let _ = writeln!(out, "- producer settings beyond librdkafka's defaults: {}\n", props.join(", "));
+        let _ = writeln!(
+            out,
+            "- producer settings beyond librdkafka's defaults: {}\n",
+            props.join(", ")
+        );
     }
     let _ = writeln!(out, "Targets, in the order they ran in each cell:\n");
     for (name, bootstrap) in &results.targets {
@@ -142,15 +150,30 @@ pub fn render(results: &MatrixResults) -> String {
         } else {
             format!(" Topic configs: {}.", configs.join(", "))
         };
-        let _ = writeln!(out, "- **{name}** (`{bootstrap}`): {description}{topic_note}");
+        let _ = writeln!(
+            out,
+            "- **{name}** (`{bootstrap}`): {description}{topic_note}"
+        );
     }
     let _ = writeln!(out);
 
     render_limits(&mut out, results);
     render_targets(&mut out, results, &cells);
-    render_throughput(&mut out, results, &cells, WorkloadKind::Produce, "Produce throughput (open throttle)");
+    render_throughput(
+        &mut out,
+        results,
+        &cells,
+        WorkloadKind::Produce,
+        "Produce throughput (open throttle)",
+    );
     render_end_to_end(&mut out, results, &cells);
-    render_throughput(&mut out, results, &cells, WorkloadKind::Consume, "Consume throughput (reading a filled topic from the beginning)");
+    render_throughput(
+        &mut out,
+        results,
+        &cells,
+        WorkloadKind::Consume,
+        "Consume throughput (reading a filled topic from the beginning)",
+    );
     render_plots(&mut out, &cells);
     render_errors(&mut out, results);
     out
@@ -191,7 +214,11 @@ fn render_limits(out: &mut String, results: &MatrixResults) {
             "| &nbsp;&nbsp;{} KiB writes × {} thread(s), fdatasync {} | {:.0} |",
             run.block_bytes >> 10,
             run.threads,
-            if run.sync == "end" { "at the end" } else { "after every write" },
+            if run.sync == "end" {
+                "at the end"
+            } else {
+                "after every write"
+            },
             run.mb_per_s
         );
     }
@@ -214,14 +241,20 @@ fn render_targets(out: &mut String, results: &MatrixResults, cells: &Cells<'_>) 
     let subject = results.subject.as_str();
     let baseline = results.baseline.as_str();
     let _ = writeln!(out, "## Targets\n");
-    let _ = writeln!(out, "| target | cell | measured | goal | verdict |\n|---|---|---:|---:|---|");
+    let _ = writeln!(
+        out,
+        "| target | cell | measured | goal | verdict |\n|---|---|---:|---:|---|"
+    );
 
     // 1. Throughput ≥ 2× Kafka's default configuration, 1 KiB records, acks=all.
     for key in cells.keys(WorkloadKind::Produce) {
         if key.record_size != 1024 || key.acks != "all" {
             continue;
         }
-        let value = ratio(cells.mb_per_s(&key, subject), cells.mb_per_s(&key, baseline));
+        let value = ratio(
+            cells.mb_per_s(&key, subject),
+            cells.mb_per_s(&key, baseline),
+        );
         let _ = writeln!(
             out,
             "| produce throughput vs {baseline} | 1 KiB, acks=all, {} partition(s) | {} | ≥ 2× | {} |",
@@ -308,7 +341,10 @@ fn render_throughput(
         );
         for name in &names {
             let run = cells.run(&key, name);
-            match run.and_then(|r| r.summary.as_ref()).filter(|s| s.mb_per_s > 0.0) {
+            match run
+                .and_then(|r| r.summary.as_ref())
+                .filter(|s| s.mb_per_s > 0.0)
+            {
                 Some(summary) => {
                     let _ = write!(
                         out,
@@ -327,7 +363,10 @@ fn render_throughput(
             let _ = write!(
                 out,
                 " {} |",
-                show_ratio(ratio(cells.mb_per_s(&key, subject), cells.mb_per_s(&key, other)))
+                show_ratio(ratio(
+                    cells.mb_per_s(&key, subject),
+                    cells.mb_per_s(&key, other)
+                ))
             );
         }
         let _ = writeln!(out);
@@ -411,14 +450,29 @@ fn render_end_to_end(out: &mut String, results: &MatrixResults, cells: &Cells<'_
 }
 
 fn render_errors(out: &mut String, results: &MatrixResults) {
-    let troubled: Vec<&RunResult> = results.runs.iter().filter(|r| !r.errors.is_empty()).collect();
+    let troubled: Vec<&RunResult> = results
+        .runs
+        .iter()
+        .filter(|r| !r.errors.is_empty())
+        .collect();
     if troubled.is_empty() {
         return;
     }
     let _ = writeln!(out, "## Runs with errors\n");
     for run in troubled {
-        let errors: Vec<String> = run.errors.iter().take(4).map(|e| e.replace('|', "/")).collect();
-        let _ = writeln!(out, "- {} on **{}**: {}", run.cell.slug(), run.target, errors.join("; "));
+        let errors: Vec<String> = run
+            .errors
+            .iter()
+            .take(4)
+            .map(|e| e.replace('|', "/"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- {} on **{}**: {}",
+            run.cell.slug(),
+            run.target,
+            errors.join("; ")
+        );
     }
     let _ = writeln!(out);
 }

@@ -101,8 +101,14 @@ mod tests {
             clock.phase_of(start + Duration::from_millis(1999)),
             Phase::Warmup
         );
-        assert_eq!(clock.phase_of(start + Duration::from_secs(2)), Phase::Sample(0));
-        assert_eq!(clock.phase_of(start + Duration::from_secs(5)), Phase::Sample(1));
+        assert_eq!(
+            clock.phase_of(start + Duration::from_secs(2)),
+            Phase::Sample(0)
+        );
+        assert_eq!(
+            clock.phase_of(start + Duration::from_secs(5)),
+            Phase::Sample(1)
+        );
         assert_eq!(
             clock.phase_of(start + Duration::from_millis(7999)),
             Phase::Sample(1)

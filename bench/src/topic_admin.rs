@@ -45,8 +45,9 @@ impl TopicAdmin {
         for (key, value) in configs {
             topic = topic.set(key, value);
         }
-        let results = futures_executor::block_on(self.client.create_topics(&[topic], &Self::options()))
-            .context("CreateTopics request")?;
+        let results =
+            futures_executor::block_on(self.client.create_topics(&[topic], &Self::options()))
+                .context("CreateTopics request")?;
         for result in results {
             if let Err((topic, code)) = result {
                 bail!("creating topic {topic}: {code}");
@@ -91,8 +92,9 @@ impl TopicAdmin {
 
     /// Deletes `name`; a topic that does not exist is not an error.
     pub fn delete(&self, name: &str) -> anyhow::Result<()> {
-        let results = futures_executor::block_on(self.client.delete_topics(&[name], &Self::options()))
-            .context("DeleteTopics request")?;
+        let results =
+            futures_executor::block_on(self.client.delete_topics(&[name], &Self::options()))
+                .context("DeleteTopics request")?;
         for result in results {
             match result {
                 Ok(_) => {}

@@ -351,10 +351,18 @@ pub fn run_workload(
     };
     let label = format!("{target} {}", spec.describe());
     let outcome = match spec.workload {
-        WorkloadKind::Produce | WorkloadKind::EndToEnd => {
-            run_load(&settings, &admin, spec, &topic, fresh, &label, show_progress)
+        WorkloadKind::Produce | WorkloadKind::EndToEnd => run_load(
+            &settings,
+            &admin,
+            spec,
+            &topic,
+            fresh,
+            &label,
+            show_progress,
+        ),
+        WorkloadKind::Consume => {
+            run_consume(&settings, &admin, spec, &topic, &label, show_progress)
         }
-        WorkloadKind::Consume => run_consume(&settings, &admin, spec, &topic, &label, show_progress),
     };
     if fresh && !spec.keep_topic {
         if let Err(error) = admin.delete(&topic) {
@@ -437,7 +445,9 @@ fn join_producers(
                         outcome.failed, outcome.sent
                     ));
                 }
-                joined.errors.extend(outcome.delivery_errors.into_iter().take(3));
+                joined
+                    .errors
+                    .extend(outcome.delivery_errors.into_iter().take(3));
                 let (client_errors, messages) = outcome.client_errors;
                 if client_errors > 0 {
                     joined.errors.push(format!(
@@ -530,7 +540,8 @@ fn run_load(
         max_records: None,
         drain_timeout: secs(spec.drain_timeout_s),
     };
-    let printer = show_progress.then(|| ProgressPrinter::start(label.to_string(), progress.clone(), Some(clock)));
+    let printer = show_progress
+        .then(|| ProgressPrinter::start(label.to_string(), progress.clone(), Some(clock)));
     let producers = spawn_producers(settings, spec, &plan, clock, &progress);
     if producers.len() != spec.producers {
         bail!("could not start every producer thread");
@@ -545,7 +556,9 @@ fn run_load(
         let deadline = Instant::now() + secs(spec.drain_timeout_s);
         while progress.consumed_records.load(Ordering::Relaxed) < totals.delivered
             && Instant::now() < deadline
-            && consumer_handles.iter().any(|(handle, _)| !handle.is_finished())
+            && consumer_handles
+                .iter()
+                .any(|(handle, _)| !handle.is_finished())
         {
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -636,11 +649,19 @@ fn run_consume(
         max_records: Some(per_producer),
         drain_timeout: secs(spec.drain_timeout_s),
     };
-    let fill_clock = SampleClock::new(Duration::ZERO, Duration::ZERO, secs(spec.fill_s.max(1.0)), 1);
+    let fill_clock = SampleClock::new(
+        Duration::ZERO,
+        Duration::ZERO,
+        secs(spec.fill_s.max(1.0)),
+        1,
+    );
     {
         let _printer = show_progress
             .then(|| ProgressPrinter::start(format!("{label} fill"), progress.clone(), None));
-        let joined = join_producers(spawn_producers(settings, spec, &plan, fill_clock, &progress), 1);
+        let joined = join_producers(
+            spawn_producers(settings, spec, &plan, fill_clock, &progress),
+            1,
+        );
         totals.sent = joined.totals.sent;
         totals.delivered = joined.totals.delivered;
         totals.failed = joined.totals.failed;
@@ -660,8 +681,8 @@ fn run_consume(
         } else {
             format!("{label} pass {}/{}", samples.len() + 1, spec.samples)
         };
-        let _printer = show_progress
-            .then(|| ProgressPrinter::start(pass_label, progress.clone(), None));
+        let _printer =
+            show_progress.then(|| ProgressPrinter::start(pass_label, progress.clone(), None));
         let started = Instant::now();
         let deadline = started + secs(limit);
         let handles: Vec<_> = (0..consumers)

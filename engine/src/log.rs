@@ -469,6 +469,7 @@ impl PartitionLog {
     /// Waits until every offset below `end_offset` is durable. One fdatasync covers every
     /// append issued before it began. An I/O failure poisons the log; it is never retried.
     pub async fn flush_to(&self, end_offset: u64) -> Result<()> {
+        let mut yielded = false;
         loop {
             {
                 let state = self.shared.state.borrow();
@@ -486,6 +487,15 @@ impl PartitionLog {
                 let (sender, receiver) = oneshot::channel();
                 self.shared.flush_waiters.borrow_mut().push(sender);
                 let _ = receiver.await;
+                continue;
+            }
+            if !yielded {
+                // Before starting a flush, let the tasks the previous flush just woke run:
+                // they append their next batches and then join this flush. Otherwise the
+                // caller's flush covers only its own batch while the others queue behind
+                // it, and flushes alternate between one batch and all the rest.
+                yielded = true;
+                futures_lite::future::yield_now().await;
                 continue;
             }
             self.flush_once().await;
