@@ -32,7 +32,8 @@
 //! `KAAS_BENCH_SLICE_MS` (100), `KAAS_BENCH_SAMPLE_MIB` (1024, the byte cap of one
 //! configuration in one sample), `KAAS_BENCH_SIZES` (bytes, comma-separated),
 //! `KAAS_BENCH_GROUP_SIZES`, `KAAS_BENCH_GROUP_N` (8), `KAAS_BENCH_SKIP` (any of
-//! `single,cpu,ceiling,group`).
+//! `single,cpu,ceiling,group`), `KAAS_BENCH_WRITE_CHUNK` (the logs' `write_chunk_bytes`;
+//! default: the engine's).
 
 mod common;
 
@@ -141,6 +142,16 @@ impl Series {
             .map(|(a, b)| a / b)
             .collect();
         median(&ratios)
+    }
+}
+
+/// The engine's default settings, except `write_chunk_bytes` when `KAAS_BENCH_WRITE_CHUNK`
+/// (bytes) is set.
+fn log_config() -> LogConfig {
+    let default = LogConfig::default();
+    LogConfig {
+        write_chunk_bytes: env_or("KAAS_BENCH_WRITE_CHUNK", default.write_chunk_bytes),
+        ..default
     }
 }
 
@@ -332,7 +343,7 @@ impl Run {
                     let dir = PathBuf::from("topics")
                         .join(unique(&format!("kaas-{batch_len}")))
                         .join("0");
-                    let log = PartitionLog::open(&ctx.storage, &dir, LogConfig::default())
+                    let log = PartitionLog::open(&ctx.storage, &dir, log_config())
                         .await
                         .expect("opening a log");
                     logs.push((log, dir));
@@ -508,7 +519,7 @@ struct CpuRow {
 async fn cpu_costs(ctx: &Ctx, size: usize) -> CpuRow {
     let batch = exact_batch(size, 1000);
     let dir = PathBuf::from("topics").join(unique("cpu")).join("0");
-    let log = PartitionLog::open(&ctx.storage, &dir, LogConfig::default())
+    let log = PartitionLog::open(&ctx.storage, &dir, log_config())
         .await
         .expect("opening a log");
     let now = now_ms();
@@ -587,7 +598,9 @@ async fn ceiling_sample(dir: &Path, depth: usize, settings: &Settings) -> Sample
                     if position + WRITE > reserved.get() {
                         let target = (position + WRITE).div_ceil(step) * step;
                         reserved.set(target);
-                        file.pre_allocate(target, true).await.expect("preallocating");
+                        file.pre_allocate(target, true)
+                            .await
+                            .expect("preallocating");
                     }
                     let written = file
                         .write_rc_at(buffer.clone(), position)

@@ -11,7 +11,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kaas_engine::batch::encode_batch_for_tests;
+use kaas_engine::batch::{encode_batch_for_tests, TestRecord};
 
 pub const KIB: usize = 1 << 10;
 pub const MIB: usize = 1 << 20;
@@ -40,10 +40,7 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 /// A comma-separated list from an environment variable.
-pub fn env_list<T: std::str::FromStr>(name: &str, default: &[T]) -> Vec<T>
-where
-    T: Clone,
-{
+pub fn env_list<T: std::str::FromStr + Clone>(name: &str, default: &[T]) -> Vec<T> {
     match std::env::var(name) {
         Ok(v) if !v.trim().is_empty() => {
             v.split(',').filter_map(|s| s.trim().parse().ok()).collect()
@@ -83,7 +80,7 @@ pub fn exact_batch(total: usize, value_len: usize) -> Vec<u8> {
     loop {
         let mut values: Vec<Vec<u8>> = (0..count).map(|i| pattern(value_len, i)).collect();
         for _ in 0..16 {
-            let records: Vec<(Option<&[u8]>, Option<&[u8]>)> =
+            let records: Vec<TestRecord<'_>> =
                 values.iter().map(|v| (None, Some(v.as_slice()))).collect();
             let encoded = encode_batch_for_tests(&records, base_timestamp, -1, -1, -1);
             if encoded.len() == total {
@@ -139,9 +136,9 @@ pub fn mb_per_s(bytes: u64, elapsed: Duration) -> f64 {
 
 /// Human size label: 1KiB, 16KiB, 1MiB.
 pub fn size_label(bytes: usize) -> String {
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{}MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes % KIB == 0 {
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
         format!("{}KiB", bytes / KIB)
     } else {
         format!("{bytes}B")

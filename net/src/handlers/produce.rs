@@ -143,6 +143,12 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                 if item.input.wait_for_flush {
                     appended.push((item.slot, log, outcome.last_offset + 1, output));
                 } else {
+                    // acks=0: nobody waits, but readers only see durable data, so flush now.
+                    let end = outcome.last_offset + 1;
+                    glommio::spawn_local(async move {
+                        let _ = log.flush_to(end).await;
+                    })
+                    .detach();
                     outputs.push((item.slot, output));
                 }
             }

@@ -671,9 +671,13 @@ def errors(ctx):
                  "describe_configs of a missing topic")
     expect_error(admin.create_partitions([NewPartitions(missing, 4)], request_timeout=OP_TIMEOUT)[missing],
                  KafkaError.UNKNOWN_TOPIC_OR_PART, "create_partitions of a missing topic")
-    md = admin.list_topics(missing, timeout=OP_TIMEOUT).topics.get(missing)
+    # librdkafka's admin handle is a producer-type handle, whose allow.auto.create.topics
+    # defaults to true; turn it off so Metadata must report the topic as missing.
+    no_create = AdminClient({"bootstrap.servers": ctx.bootstrap, "client.id": "kaas-py-admin",
+                             "allow.auto.create.topics": False})
+    md = no_create.list_topics(missing, timeout=OP_TIMEOUT).topics.get(missing)
     check(md is not None and md.error is not None and md.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART,
-          "Metadata for a missing topic (no auto-create from an admin client): %s", md and md.error)
+          "Metadata for a missing topic without auto-create: %s", md and md.error)
 
     # MESSAGE_TOO_LARGE: one record bigger than the topic's max.message.bytes.
     big_topic = unique_topic("too-large")
