@@ -28,7 +28,10 @@ fn run_suite(suite: &str) {
         .env("SUITE_TIMEOUT", "900")
         .status()
         .expect("run tests/clients/run-all.sh");
-    assert!(status.success(), "the {suite} suite failed against kaas (see its output above)");
+    assert!(
+        status.success(),
+        "the {suite} suite failed against kaas (see its output above)"
+    );
 }
 
 #[test]

@@ -13,6 +13,7 @@ pub mod log;
 pub mod log_manager;
 pub mod offset_index;
 pub mod producer_state;
+pub mod record_timestamps;
 mod recovery;
 mod segment;
 mod segment_appender;

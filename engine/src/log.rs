@@ -27,6 +27,7 @@ use crate::config::{LogConfig, TimestampType};
 use crate::error::{EngineError, Result};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{snapshot_file_name, ProducerStateTable, SequenceCheck};
+use crate::record_timestamps;
 use crate::recovery;
 use crate::segment::{self, Segment};
 use crate::segment_appender::SegmentAppender;
@@ -37,6 +38,8 @@ use crate::tail_cache::TailCache;
 pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point";
 /// File holding the leader epoch cache.
 pub(crate) const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
+/// How far one batch may decompress when ListOffsets looks inside it.
+const MAX_DECOMPRESSED_BATCH: usize = 64 << 20;
 /// Producer-state snapshots kept on disk (the newest and the one before it).
 const SNAPSHOTS_KEPT: usize = 2;
 
@@ -236,6 +239,33 @@ impl PartitionLog {
         self.shared.state.borrow().max_timestamp
     }
 
+    /// ListOffsets MAX_TIMESTAMP: the offset and timestamp of the first record carrying the
+    /// largest timestamp among readable records, read from inside its batch (decompressing
+    /// it if needed; this is a cold path). `None` for an empty log.
+    pub async fn max_timestamp_record(&self) -> Result<Option<(u64, i64)>> {
+        let Some((timestamp, batch_offset)) = self.max_timestamp() else {
+            return Ok(None);
+        };
+        let offsets = self.offsets();
+        if batch_offset < offsets.log_start_offset || batch_offset >= offsets.high_watermark {
+            return Ok(None);
+        }
+        let fetched = self.read(batch_offset, 1).await?;
+        let Some(chunk) = fetched.chunks.first() else {
+            return Ok(None);
+        };
+        let exact = batch::scan_batches(chunk, 0).next().and_then(|scanned| {
+            let bytes = &chunk[scanned.position as usize..][..scanned.total_len];
+            record_timestamps::max_timestamp_record(bytes, MAX_DECOMPRESSED_BATCH).ok()?
+        });
+        Ok(Some(match exact {
+            Some(record) if record.timestamp == timestamp => {
+                (record.offset as u64, record.timestamp)
+            }
+            _ => (batch_offset, timestamp),
+        }))
+    }
+
     /// Total bytes of all segments.
     pub fn size_bytes(&self) -> u64 {
         let state = self.shared.state.borrow();
@@ -314,9 +344,10 @@ impl PartitionLog {
                 next_offset as i64 - 1,
                 header.max_timestamp,
             );
+            // Strictly greater: the first batch reaching the maximum keeps it, as in Kafka.
             if state
                 .max_timestamp
-                .is_none_or(|(ts, _)| header.max_timestamp >= ts)
+                .is_none_or(|(ts, _)| header.max_timestamp > ts)
             {
                 state.max_timestamp = Some((header.max_timestamp, next_offset - 1));
             }
@@ -677,10 +708,18 @@ impl PartitionLog {
                         if header.max_timestamp >= timestamp && next > offset {
                             let batch_bytes =
                                 &chunk[scanned.position as usize..][..scanned.total_len];
-                            let found = batch::first_offset_at_or_after(batch_bytes, timestamp)
-                                .unwrap_or(header.base_offset)
-                                .max(offset as i64);
-                            return Ok(Some((found as u64, header.max_timestamp)));
+                            let found = record_timestamps::first_record_at_or_after(
+                                batch_bytes,
+                                timestamp,
+                                MAX_DECOMPRESSED_BATCH,
+                            );
+                            return Ok(Some(match found {
+                                Ok(Some(record)) if record.offset >= offset as i64 => {
+                                    (record.offset as u64, record.timestamp)
+                                }
+                                // Unreadable records: answer at batch granularity.
+                                _ => (offset.max(header.base_offset as u64), header.max_timestamp),
+                            }));
                         }
                         offset = offset.max(next);
                     }

@@ -209,9 +209,12 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
                 Some(loaded) => loaded,
                 None => segment::SealedIndex::load(storage, dir, base).await?,
             };
-            let max_ts = loaded.last_timestamp().unwrap_or(-1);
-            if max_timestamp.is_none_or(|(ts, _)| max_ts >= ts) && max_ts >= 0 {
-                max_timestamp = Some((max_ts, next.saturating_sub(1)));
+            let (max_ts, max_ts_offset) = match loaded.last_time_entry() {
+                Some((ts, rel)) => (ts, base + u64::from(rel)),
+                None => (-1, next.saturating_sub(1)),
+            };
+            if max_timestamp.is_none_or(|(ts, _)| max_ts > ts) && max_ts >= 0 {
+                max_timestamp = Some((max_ts, max_ts_offset));
             }
             let mut sealed = Segment {
                 base_offset: base,
@@ -253,7 +256,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             index: SegmentIndex::Sealed(None),
         };
         if let Some(entry) = index.times.last() {
-            if max_timestamp.is_none_or(|(ts, _)| entry.timestamp >= ts) {
+            if max_timestamp.is_none_or(|(ts, _)| entry.timestamp > ts) {
                 max_timestamp = Some((entry.timestamp, base + u64::from(entry.rel_offset)));
             }
         }
@@ -523,7 +526,7 @@ async fn scan_segment_from(
                     header.max_timestamp,
                 );
             }
-            if max_timestamp.is_none_or(|(ts, _)| header.max_timestamp >= ts) {
+            if max_timestamp.is_none_or(|(ts, _)| header.max_timestamp > ts) {
                 *max_timestamp = Some((header.max_timestamp, header.last_offset() as u64));
             }
         }

@@ -114,7 +114,13 @@ impl ActiveIndex {
             let rel_offset = (header.base_offset as u64 - segment_base) as u32;
             let _ = self.offsets.append(rel_offset, position as u32);
             if max_unindexed {
-                let _ = self.times.maybe_append(max_timestamp_so_far, last_rel);
+                // The entry names the batch that reached the maximum: an earlier one when it
+                // is the pending unindexed maximum, else this one.
+                let rel = match self.unindexed_max_timestamp {
+                    Some((timestamp, rel)) if timestamp == max_timestamp_so_far => rel,
+                    _ => last_rel,
+                };
+                let _ = self.times.maybe_append(max_timestamp_so_far, rel);
             }
             self.unindexed_max_timestamp = None;
             self.bytes_since_entry = 0;
@@ -180,10 +186,13 @@ impl SealedIndex {
         )
     }
 
-    /// The last valid time-index entry's timestamp.
-    pub fn last_timestamp(&self) -> Option<i64> {
+    /// The last valid time-index entry: the segment's largest timestamp and the relative
+    /// offset of the batch holding it.
+    pub fn last_time_entry(&self) -> Option<(i64, u32)> {
         let bytes = self.times.as_deref()?;
-        TimeIndexView::new(bytes).last().map(|e| e.timestamp)
+        TimeIndexView::new(bytes)
+            .last()
+            .map(|e| (e.timestamp, e.rel_offset))
     }
 }
 

@@ -238,12 +238,13 @@ async fn delete_records(storage: Storage, how: Restart) {
     log.close().await.expect("close");
 }
 
-/// The offset of the first record whose timestamp is at least `target`, if any.
+/// The offset and timestamp of the first record whose timestamp is at least `target`, if
+/// any (Kafka answers with that record's own timestamp).
 fn expected_offset_for(target: i64) -> Option<(u64, i64)> {
     (0..BATCHES).find_map(|batch| {
         (0..RECORDS_PER_BATCH)
             .find(|&record| timestamp(batch, record) >= target)
-            .map(|record| (batch * RECORDS_PER_BATCH + record, timestamp(batch, 3)))
+            .map(|record| (batch * RECORDS_PER_BATCH + record, timestamp(batch, record)))
     })
 }
 

@@ -75,31 +75,3 @@ fn served_table_is_sorted_and_unique() {
         assert!(range.min_version <= range.max_version);
     }
 }
-
-/// Writes valid request frames (without size prefix) as a seed corpus for the fuzzer:
-/// `KAAS_FUZZ_CORPUS=fuzz/corpus/decode_request cargo test --test round_trip -- --ignored`.
-#[test]
-#[ignore = "writes files; run by hand to seed the fuzzer"]
-fn write_fuzz_seed_corpus() {
-    let Ok(dir) = std::env::var("KAAS_FUZZ_CORPUS") else {
-        panic!("set KAAS_FUZZ_CORPUS to the corpus directory");
-    };
-    std::fs::create_dir_all(&dir).expect("corpus dir");
-    for seed in 0..4u64 {
-        for range in SUPPORTED_APIS {
-            for version in range.min_version..=range.max_version {
-                let mut rng = SampleRng::new(seed * 7919 + version as u64);
-                let (request, _) = sample_pair(range.api_key, version, &mut rng).expect("api");
-                let header = RequestHeader {
-                    api_key: range.api_key,
-                    api_version: version,
-                    correlation_id: 1,
-                    client_id: Some("seed".into()),
-                };
-                let frame = join(&request.encode_frame(&header)).slice(4..);
-                let path = format!("{dir}/api{}_v{version}_s{seed}", range.api_key);
-                std::fs::write(path, &frame).expect("write seed");
-            }
-        }
-    }
-}

@@ -94,10 +94,11 @@ async fn list_on_owner(
                 match timestamp {
                     LATEST | LATEST_TIERED => Ok(Some((offsets.high_watermark as i64, -1))),
                     EARLIEST | EARLIEST_LOCAL => Ok(Some((offsets.log_start_offset as i64, -1))),
-                    MAX_TIMESTAMP => Ok(log
-                        .max_timestamp()
-                        .filter(|(_, offset)| *offset >= offsets.log_start_offset)
-                        .map(|(ts, offset)| (offset as i64, ts))),
+                    MAX_TIMESTAMP => log
+                        .max_timestamp_record()
+                        .await
+                        .map(|found| found.map(|(offset, ts)| (offset as i64, ts)))
+                        .map_err(|e| error_code(&e)),
                     ts if ts >= 0 => log
                         .offset_for_timestamp(ts)
                         .await
