@@ -44,8 +44,13 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
     let metrics = shard.metrics.clone();
     let writer_task = glommio::spawn_local(async move {
         while let Ok(pending) = responses.recv().await {
-            let Some(Some(chunks)) = pending.await else {
-                continue;
+            let chunks = match pending.await {
+                Some(Some(chunks)) => chunks,
+                // Produce with acks=0: no response.
+                Some(None) => continue,
+                // The handler did not finish: answering later requests would break the
+                // response order, so the connection ends here.
+                None => break,
             };
             match write_all_vectored(fd, &mut writer, &chunks).await {
                 Ok(bytes) => metrics.response(bytes),
