@@ -282,6 +282,15 @@ impl PartitionLog {
         self.shared.state.borrow().poisoned.is_some()
     }
 
+    /// Serialises appends, rolls and the capture step of a checkpoint.
+    async fn lock_appends(&self) -> Result<glommio::sync::Permit<'_>> {
+        self.shared
+            .append_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| EngineError::Closed)
+    }
+
     /// Validates and appends one or more concatenated record batches (as a producer sends
     /// them for one partition), assigning offsets and stamping `leader_epoch`. Returns once
     /// the bytes are in the write-behind buffer; use [`PartitionLog::flush_to`] to wait for
@@ -294,12 +303,7 @@ impl PartitionLog {
     ) -> Result<AppendOutcome> {
         let config = self.config();
         let summaries = batch::validate_batches(records, config.max_batch_bytes)?;
-        let _permit = self
-            .shared
-            .append_lock
-            .acquire_permit(1)
-            .await
-            .map_err(|_| EngineError::Closed)?;
+        let _permit = self.lock_appends().await?;
         self.shared.state.borrow().check_usable()?;
 
         if let Some(outcome) = self.check_producers(&summaries)? {
@@ -476,12 +480,7 @@ impl PartitionLog {
     /// idle partition's segment still becomes eligible for time retention).
     pub async fn roll_if_aged(&self, now_ms: i64) -> Result<()> {
         let config = self.config();
-        let _permit = self
-            .shared
-            .append_lock
-            .acquire_permit(1)
-            .await
-            .map_err(|_| EngineError::Closed)?;
+        let _permit = self.lock_appends().await?;
         self.shared.state.borrow().check_usable()?;
         if self.needs_roll(0, now_ms, &config)? {
             self.roll(now_ms).await?;
@@ -836,12 +835,7 @@ impl PartitionLog {
 
     async fn checkpoint_inner(&self) -> Result<()> {
         let (point, snapshot, epochs) = {
-            let _permit = self
-                .shared
-                .append_lock
-                .acquire_permit(1)
-                .await
-                .map_err(|_| EngineError::Closed)?;
+            let _permit = self.lock_appends().await?;
             self.flush().await?;
             let (point, snapshot, epochs, index_job) = {
                 let mut state = self.shared.state.borrow_mut();

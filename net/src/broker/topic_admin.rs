@@ -64,6 +64,14 @@ impl TopicAdmin {
         }
     }
 
+    /// Topic changes run one at a time.
+    async fn one_change_at_a_time(&self) -> Result<glommio::sync::Permit<'_>, TopicError> {
+        self.lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| shutting_down())
+    }
+
     /// Checks a topic name as Kafka does.
     pub fn validate_name(name: &str) -> Result<(), TopicError> {
         if is_legal_topic_name(name) {
@@ -92,11 +100,7 @@ impl TopicAdmin {
                 format!("Number of partitions must be between 1 and {MAX_PARTITIONS}."),
             ));
         }
-        let _permit = self
-            .lock
-            .acquire_permit(1)
-            .await
-            .map_err(|_| shutting_down())?;
+        let _permit = self.one_change_at_a_time().await?;
         if self.file.borrow().topics.iter().any(|t| t.name == name) {
             return Err(TopicError::new(
                 ErrorCode::TopicAlreadyExists,
@@ -125,11 +129,7 @@ impl TopicAdmin {
 
     /// Deletes a topic; returns its id.
     pub async fn delete(&self, shard: &Rc<Shard>, name: &str) -> Result<Uuid, TopicError> {
-        let _permit = self
-            .lock
-            .acquire_permit(1)
-            .await
-            .map_err(|_| shutting_down())?;
+        let _permit = self.one_change_at_a_time().await?;
         let mut next = self.file.borrow().clone();
         let Some(position) = next.topics.iter().position(|t| t.name == name) else {
             return Err(unknown_topic(name));
@@ -149,11 +149,7 @@ impl TopicAdmin {
         count: i32,
         validate_only: bool,
     ) -> Result<(), TopicError> {
-        let _permit = self
-            .lock
-            .acquire_permit(1)
-            .await
-            .map_err(|_| shutting_down())?;
+        let _permit = self.one_change_at_a_time().await?;
         let mut next = self.file.borrow().clone();
         let Some(topic) = next.topics.iter_mut().find(|t| t.name == name) else {
             return Err(unknown_topic(name));
@@ -188,11 +184,7 @@ impl TopicAdmin {
         change: impl FnOnce(&mut TopicConfig) -> Result<(), InvalidConfig>,
         validate_only: bool,
     ) -> Result<(), TopicError> {
-        let _permit = self
-            .lock
-            .acquire_permit(1)
-            .await
-            .map_err(|_| shutting_down())?;
+        let _permit = self.one_change_at_a_time().await?;
         let mut next = self.file.borrow().clone();
         let Some(topic) = next.topics.iter_mut().find(|t| t.name == name) else {
             return Err(unknown_topic(name));
