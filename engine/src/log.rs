@@ -168,6 +168,8 @@ struct Shared {
     /// One checkpoint at a time. A caller that finds one running waits and then takes its
     /// own: the running one may have captured its state before the caller's changes.
     checkpoint_lock: Semaphore,
+    /// Broker time of the last append, to release the tail cache of idle partitions.
+    last_append_ms: Cell<i64>,
 }
 
 /// One partition's log. Cheap to clone (a shared handle on one shard).
@@ -194,6 +196,7 @@ impl PartitionLog {
                 flush_waiters: RefCell::new(Vec::new()),
                 data_waiters: RefCell::new(Vec::new()),
                 checkpoint_lock: Semaphore::new(1),
+                last_append_ms: Cell::new(0),
             }),
         })
     }
@@ -277,6 +280,14 @@ impl PartitionLog {
         self.shared.state.borrow().segments.len()
     }
 
+    /// Gives back the tail cache's memory when nothing was appended for `idle_ms`, so a
+    /// partition that was busy once does not hold its newest batches forever.
+    pub fn release_memory_if_idle(&self, now_ms: i64, idle_ms: i64) {
+        if now_ms - self.shared.last_append_ms.get() >= idle_ms {
+            self.shared.state.borrow_mut().tail_cache.release();
+        }
+    }
+
     /// True once an I/O failure has poisoned the log.
     pub fn is_poisoned(&self) -> bool {
         self.shared.state.borrow().poisoned.is_some()
@@ -316,6 +327,7 @@ impl PartitionLog {
 
         let mut state = self.shared.state.borrow_mut();
         state.check_usable()?;
+        self.shared.last_append_ms.set(now_ms);
         let log_append_time =
             (config.timestamp_type == TimestampType::LogAppendTime).then_some(now_ms);
         let base_offset = state.next_offset;

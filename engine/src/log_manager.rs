@@ -79,6 +79,9 @@ pub const CHECKPOINT_BYTES: u64 = 64 << 20;
 /// ...or once this much time passed with anything appended.
 pub const CHECKPOINT_INTERVAL_MS: i64 = 30_000;
 
+/// A partition with no append for this long gives back its tail cache.
+pub const IDLE_RELEASE_MS: i64 = 30_000;
+
 /// Size and time of a log's last checkpoint.
 #[derive(Clone, Copy)]
 struct CheckpointMark {
@@ -241,6 +244,7 @@ impl LogManager {
             if log.is_poisoned() {
                 continue;
             }
+            log.release_memory_if_idle(now_ms, IDLE_RELEASE_MS);
             if let Err(error) = log.roll_if_aged(now_ms).await {
                 tracing::warn!(partition = %id, %error, "age roll failed");
             }

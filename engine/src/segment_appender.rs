@@ -10,8 +10,11 @@
 //! Two writes never cover the same page at the same time: full chunks end on a page
 //! boundary, and while a flush (whose last write ends on a partial page) is running, full
 //! chunks are queued instead of written. Segment space is reserved ahead of writes with
-//! `fallocate(KEEP_SIZE)` in large steps so that most fdatasyncs have no block allocation
-//! to commit.
+//! `fallocate(KEEP_SIZE)` in steps that grow with the segment (1 MiB up to
+//! `preallocate_step`), so most fdatasyncs have no block allocation to commit. On ext4 the
+//! reserved blocks stay "unwritten" until written, and the first write into them still costs
+//! an extent conversion at the next fdatasync (see BENCHMARKS.md); only pre-written segment
+//! space would avoid that.
 //!
 //! An idle appender holds at most one page of memory (the partial page), not a chunk.
 
@@ -24,6 +27,11 @@ use crate::aligned_buffer::{align_down, AlignedBuf, ALIGNMENT};
 use crate::storage::LogFile;
 
 type WriteTask = JoinHandle<std::io::Result<()>>;
+
+/// Largest chunk allocated to hold one large batch whole.
+const MAX_CHUNK_BYTES: usize = 8 << 20;
+/// Smallest preallocation step.
+const MIN_PREALLOCATE_STEP: u64 = 1 << 20;
 
 /// Appends to one segment file.
 pub(crate) struct SegmentAppender {
@@ -55,7 +63,12 @@ impl Preallocation {
         if end <= self.reserved.get() || self.step == 0 {
             return Ok(());
         }
-        let target = end.div_ceil(self.step) * self.step;
+        // Steps grow with the segment, so a partition that wrote little reserves little:
+        // 1 MiB, then the segment's size rounded up to a power of two, up to `step`.
+        let step = self
+            .step
+            .min(end.next_power_of_two().max(MIN_PREALLOCATE_STEP));
+        let target = end.div_ceil(step) * step;
         file.preallocate(target).await?;
         self.reserved.set(self.reserved.get().max(target));
         Ok(())
@@ -147,7 +160,7 @@ impl SegmentAppender {
         let position = self.end;
         let mut rest = bytes;
         while !rest.is_empty() {
-            let (chunk, _) = self.current_chunk();
+            let (chunk, _) = self.current_chunk(rest.len());
             let taken = chunk.fill_from(rest);
             let full = chunk.remaining() == 0;
             rest = &rest[taken..];
@@ -161,9 +174,12 @@ impl SegmentAppender {
         position
     }
 
-    fn current_chunk(&mut self) -> &mut (AlignedBuf, u64) {
+    /// The chunk being filled, allocated when needed: big enough for the partial page plus
+    /// `incoming` bytes (up to [`MAX_CHUNK_BYTES`]), so a large batch goes out as one write.
+    fn current_chunk(&mut self, incoming: usize) -> &mut (AlignedBuf, u64) {
         if self.chunk.is_none() {
-            let mut buffer = self.file.alloc_buffer(self.chunk_bytes);
+            let wanted = (self.partial_page.len() + incoming).min(MAX_CHUNK_BYTES);
+            let mut buffer = self.file.alloc_buffer(self.chunk_bytes.max(wanted));
             let taken = buffer.fill_from(&self.partial_page);
             debug_assert_eq!(taken, self.partial_page.len());
             self.partial_page = Vec::new();

@@ -89,6 +89,13 @@ impl TailCache {
         Ok(&self.arena[start..start + batch.len()])
     }
 
+    /// Forgets everything and returns the arena's memory (an idle partition).
+    pub fn release(&mut self) {
+        self.clear();
+        self.arena = BytesMut::new();
+        self.next_arena_capacity = MIN_ARENA;
+    }
+
     /// Forgets everything (after a truncation).
     pub fn clear(&mut self) {
         self.blocks.clear();
@@ -207,6 +214,16 @@ mod tests {
         let failed = cache.push_stamped(&[9u8; 4], 9, 10, |_: &mut [u8]| Err("bad"));
         assert_eq!(failed.err(), Some("bad"));
         assert_eq!(cache.read(7, 10, 100).map(|b| b.len()), Some(10));
+    }
+
+    #[test]
+    fn release_gives_the_memory_back() {
+        let mut cache = cache_with(&[(0, 5, 3000), (5, 9, 3000)], 1 << 20);
+        assert!(cache.read(0, 9, 1 << 20).is_some());
+        cache.release();
+        assert!(cache.read(0, 9, 1 << 20).is_none());
+        assert_eq!(cache.arena.capacity(), 0);
+        assert!(cache.blocks.is_empty());
     }
 
     #[test]
