@@ -17,6 +17,7 @@ pub mod record_timestamps;
 mod recovery;
 mod segment;
 mod segment_appender;
+pub mod sparse_index;
 pub mod storage;
 mod tail_cache;
 pub mod time_index;

@@ -27,6 +27,8 @@
 //! eight zero bytes is not zero). When the log is truncated, the I/O layer must truncate the
 //! index file too, so that stale but well-formed entries cannot follow new ones.
 
+use crate::sparse_index::{self, field, IndexEntry, Search, SparseIndex, SparseIndexView};
+
 /// Size of one encoded entry.
 pub const OFFSET_INDEX_ENTRY_LEN: usize = 12;
 
@@ -39,235 +41,79 @@ pub struct OffsetIndexEntry {
     pub position: u32,
 }
 
-impl OffsetIndexEntry {
-    /// Encodes the entry with its CRC.
-    pub fn encode(&self) -> [u8; OFFSET_INDEX_ENTRY_LEN] {
-        let mut out = [0u8; OFFSET_INDEX_ENTRY_LEN];
-        out[0..4].copy_from_slice(&self.rel_offset.to_be_bytes());
-        out[4..8].copy_from_slice(&self.position.to_be_bytes());
-        let crc = crc32fast::hash(&out[0..8]);
-        out[8..12].copy_from_slice(&crc.to_be_bytes());
-        out
+impl IndexEntry for OffsetIndexEntry {
+    type Encoded = [u8; OFFSET_INDEX_ENTRY_LEN];
+    type Key = u32;
+
+    fn key(&self) -> u32 {
+        self.rel_offset
     }
 
-    /// Decodes an entry; `None` if its CRC does not match.
-    pub fn decode(bytes: &[u8; OFFSET_INDEX_ENTRY_LEN]) -> Option<Self> {
-        let [a, b, c, d, e, f, g, h, c0, c1, c2, c3] = *bytes;
-        if crc32fast::hash(&bytes[0..8]) != u32::from_be_bytes([c0, c1, c2, c3]) {
-            return None;
-        }
-        Some(Self {
-            rel_offset: u32::from_be_bytes([a, b, c, d]),
-            position: u32::from_be_bytes([e, f, g, h]),
-        })
+    fn rel_offset(&self) -> u32 {
+        self.rel_offset
     }
 
-    /// Decodes without checking the CRC, for bytes a view has already validated.
-    fn decode_trusted(bytes: &[u8]) -> Self {
-        let word = |at: usize| {
-            let mut w = [0u8; 4];
-            w.copy_from_slice(&bytes[at..at + 4]);
-            u32::from_be_bytes(w)
-        };
-        Self {
-            rel_offset: word(0),
-            position: word(4),
-        }
-    }
-
+    /// Both fields strictly increase.
     fn follows(&self, previous: &Self) -> bool {
         self.rel_offset > previous.rel_offset && self.position > previous.position
     }
+
+    fn write_fields(&self, fields: &mut [u8]) {
+        fields[0..4].copy_from_slice(&self.rel_offset.to_be_bytes());
+        fields[4..8].copy_from_slice(&self.position.to_be_bytes());
+    }
+
+    fn read_fields(fields: &[u8]) -> Self {
+        Self {
+            rel_offset: u32::from_be_bytes(field(fields, 0)),
+            position: u32::from_be_bytes(field(fields, 4)),
+        }
+    }
 }
+
+/// In-memory index of the active segment, appended to as batches are written.
+pub type OffsetIndex = SparseIndex<OffsetIndexEntry>;
+
+/// Zero-copy reader over an index file's bytes (typically an mmap of a sealed segment's
+/// index). Validates once on construction and then reads only the valid prefix.
+pub type OffsetIndexView<'a> = SparseIndexView<'a, OffsetIndexEntry>;
 
 /// Number of leading entries of `bytes` that are intact and strictly increasing.
 pub fn valid_prefix_len(bytes: &[u8]) -> usize {
-    let mut previous: Option<OffsetIndexEntry> = None;
-    let mut count = 0;
-    for chunk in bytes.chunks_exact(OFFSET_INDEX_ENTRY_LEN) {
-        let Some(raw) = chunk.first_chunk::<OFFSET_INDEX_ENTRY_LEN>() else {
-            break;
-        };
-        let Some(entry) = OffsetIndexEntry::decode(raw) else {
-            break;
-        };
-        if previous.is_some_and(|p| !entry.follows(&p)) {
-            break;
-        }
-        previous = Some(entry);
-        count += 1;
-    }
-    count
+    sparse_index::valid_prefix_len::<OffsetIndexEntry>(bytes)
 }
 
 /// Decodes the valid prefix of an index file; see the module doc.
 pub fn parse_valid_prefix(bytes: &[u8]) -> Vec<OffsetIndexEntry> {
-    OffsetIndexView::new(bytes).iter().collect()
-}
-
-/// Index of the greatest entry whose `rel_offset` is ≤ `target`, given a way to read entry `i`.
-fn floor_index(
-    len: usize,
-    target: u32,
-    entry: impl Fn(usize) -> OffsetIndexEntry,
-) -> Option<usize> {
-    // partition_point over an index range, since a view has no slice of decoded entries.
-    let (mut low, mut high) = (0, len);
-    while low < high {
-        let mid = low + (high - low) / 2;
-        if entry(mid).rel_offset <= target {
-            low = mid + 1;
-        } else {
-            high = mid;
-        }
-    }
-    low.checked_sub(1)
-}
-
-/// In-memory index of the active segment, appended to as batches are written.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OffsetIndex {
-    entries: Vec<OffsetIndexEntry>,
+    sparse_index::parse_valid_prefix(bytes)
 }
 
 impl OffsetIndex {
-    /// An empty index.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Loads the valid prefix of an index file (the active segment's, on reopen).
-    pub fn from_bytes(bytes: &[u8]) -> Self {
-        Self {
-            entries: parse_valid_prefix(bytes),
-        }
-    }
-
     /// Adds an entry. Returns `false`, and adds nothing, unless both fields are greater than
     /// the last entry's: an entry out of order would break every later lookup.
     #[must_use]
     pub fn append(&mut self, rel_offset: u32, position: u32) -> bool {
-        let entry = OffsetIndexEntry {
+        self.push(OffsetIndexEntry {
             rel_offset,
             position,
-        };
-        if self.entries.last().is_some_and(|last| !entry.follows(last)) {
-            return false;
-        }
-        self.entries.push(entry);
-        true
+        })
     }
 
     /// The greatest entry with `rel_offset ≤ target`; `None` means scan from position 0.
     pub fn lookup(&self, target: u32) -> Option<OffsetIndexEntry> {
-        let i = self.entries.partition_point(|e| e.rel_offset <= target);
-        i.checked_sub(1).map(|i| self.entries[i])
+        self.search(target, Search::LastAtOrBelow)
     }
 
     /// Drops entries at or beyond `position`, after the log was truncated to `position` bytes.
     pub fn truncate_to_position(&mut self, position: u32) {
-        let keep = self.entries.partition_point(|e| e.position < position);
-        self.entries.truncate(keep);
-    }
-
-    /// Drops entries at or beyond `rel_offset`, after the log was truncated to that offset.
-    pub fn truncate_to_offset(&mut self, rel_offset: u32) {
-        let keep = self.entries.partition_point(|e| e.rel_offset < rel_offset);
-        self.entries.truncate(keep);
-    }
-
-    /// All entries, in order.
-    pub fn entries(&self) -> &[OffsetIndexEntry] {
-        &self.entries
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether there are no entries.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// The last entry.
-    pub fn last(&self) -> Option<OffsetIndexEntry> {
-        self.entries.last().copied()
-    }
-
-    /// Encodes every entry, for writing the whole file.
-    pub fn encode_all(&self) -> Vec<u8> {
-        self.encode_from(0)
-    }
-
-    /// Encodes entries from index `first` on (the ones not yet written), for appending to
-    /// the file at byte `first * OFFSET_INDEX_ENTRY_LEN`.
-    pub fn encode_from(&self, first: usize) -> Vec<u8> {
-        let tail = self.entries.get(first..).unwrap_or(&[]);
-        let mut out = Vec::with_capacity(tail.len() * OFFSET_INDEX_ENTRY_LEN);
-        for entry in tail {
-            out.extend_from_slice(&entry.encode());
-        }
-        out
+        self.retain_prefix(|e| e.position < position);
     }
 }
 
-/// Zero-copy reader over an index file's bytes (typically an mmap of a sealed segment's
-/// index). Validates once on construction and then reads only the valid prefix.
-#[derive(Debug, Clone, Copy)]
-pub struct OffsetIndexView<'a> {
-    valid: &'a [u8],
-}
-
-impl<'a> OffsetIndexView<'a> {
-    /// Validates `bytes` (one CRC per entry) and keeps the valid prefix.
-    pub fn new(bytes: &'a [u8]) -> Self {
-        let len = valid_prefix_len(bytes);
-        Self {
-            valid: &bytes[..len * OFFSET_INDEX_ENTRY_LEN],
-        }
-    }
-
-    /// Number of valid entries.
-    pub fn len(&self) -> usize {
-        self.valid.len() / OFFSET_INDEX_ENTRY_LEN
-    }
-
-    /// Whether there are no valid entries.
-    pub fn is_empty(&self) -> bool {
-        self.valid.is_empty()
-    }
-
-    /// Byte length of the valid prefix: where the I/O layer truncates the file.
-    pub fn valid_bytes(&self) -> usize {
-        self.valid.len()
-    }
-
-    /// Entry `i`, if it is within the valid prefix.
-    pub fn get(&self, i: usize) -> Option<OffsetIndexEntry> {
-        let start = i.checked_mul(OFFSET_INDEX_ENTRY_LEN)?;
-        let bytes = self.valid.get(start..start + OFFSET_INDEX_ENTRY_LEN)?;
-        Some(OffsetIndexEntry::decode_trusted(bytes))
-    }
-
-    /// The last valid entry.
-    pub fn last(&self) -> Option<OffsetIndexEntry> {
-        self.len().checked_sub(1).and_then(|i| self.get(i))
-    }
-
+impl OffsetIndexView<'_> {
     /// The greatest entry with `rel_offset ≤ target`; `None` means scan from position 0.
     pub fn lookup(&self, target: u32) -> Option<OffsetIndexEntry> {
-        let at =
-            |i: usize| OffsetIndexEntry::decode_trusted(&self.valid[i * OFFSET_INDEX_ENTRY_LEN..]);
-        floor_index(self.len(), target, at).map(at)
-    }
-
-    /// The valid entries in order.
-    pub fn iter(&self) -> impl Iterator<Item = OffsetIndexEntry> + 'a {
-        self.valid
-            .chunks_exact(OFFSET_INDEX_ENTRY_LEN)
-            .map(OffsetIndexEntry::decode_trusted)
+        self.search(target, Search::LastAtOrBelow)
     }
 }
 
@@ -285,6 +131,17 @@ mod tests {
             assert!(index.append(rel, pos));
         }
         index
+    }
+
+    #[test]
+    fn test_entry_bytes_are_golden() {
+        let entry = OffsetIndexEntry {
+            rel_offset: 7,
+            position: 4096,
+        };
+        let golden = [0, 0, 0, 7, 0, 0, 0x10, 0, 0x9d, 0xc0, 0x11, 0x28];
+        assert_eq!(entry.encode(), golden);
+        assert_eq!(OffsetIndexEntry::decode(&golden), Some(entry));
     }
 
     #[test]
@@ -370,6 +227,14 @@ mod tests {
         assert_eq!(valid_prefix_len(&bytes), 4);
     }
 
+    fn index_of(entries: &[OffsetIndexEntry]) -> OffsetIndex {
+        let mut index = OffsetIndex::new();
+        for e in entries {
+            assert!(index.append(e.rel_offset, e.position));
+        }
+        index
+    }
+
     fn arb_entries() -> impl Strategy<Value = Vec<OffsetIndexEntry>> {
         proptest::collection::vec((1..1000u32, 1..100_000u32), 0..64).prop_map(|steps| {
             let (mut rel, mut pos) = (0u32, 0u32);
@@ -410,7 +275,7 @@ mod tests {
 
         #[test]
         fn prop_bit_flip_yields_the_prefix_before_it(entries in arb_entries(), bit in any::<usize>()) {
-            let mut bytes = OffsetIndex { entries: entries.clone() }.encode_all();
+            let mut bytes = index_of(&entries).encode_all();
             prop_assume!(!bytes.is_empty());
             let bit = bit % (bytes.len() * 8);
             bytes[bit / 8] ^= 1 << (bit % 8);

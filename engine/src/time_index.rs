@@ -27,6 +27,8 @@
 //! preallocated zeros (the CRC of twelve zero bytes is not zero), or garbage. The I/O layer
 //! truncates the file to the valid prefix, and truncates it whenever the log is truncated.
 
+use crate::sparse_index::{self, field, IndexEntry, Search, SparseIndex, SparseIndexView};
+
 /// Size of one encoded entry.
 pub const TIME_INDEX_ENTRY_LEN: usize = 16;
 
@@ -39,238 +41,86 @@ pub struct TimeIndexEntry {
     pub rel_offset: u32,
 }
 
-impl TimeIndexEntry {
-    /// Encodes the entry with its CRC.
-    pub fn encode(&self) -> [u8; TIME_INDEX_ENTRY_LEN] {
-        let mut out = [0u8; TIME_INDEX_ENTRY_LEN];
-        out[0..8].copy_from_slice(&self.timestamp.to_be_bytes());
-        out[8..12].copy_from_slice(&self.rel_offset.to_be_bytes());
-        let crc = crc32fast::hash(&out[0..12]);
-        out[12..16].copy_from_slice(&crc.to_be_bytes());
-        out
+impl IndexEntry for TimeIndexEntry {
+    type Encoded = [u8; TIME_INDEX_ENTRY_LEN];
+    type Key = i64;
+
+    fn key(&self) -> i64 {
+        self.timestamp
     }
 
-    /// Decodes an entry; `None` if its CRC does not match.
-    pub fn decode(bytes: &[u8; TIME_INDEX_ENTRY_LEN]) -> Option<Self> {
-        let (body, crc) = bytes.split_at(12);
-        let mut stored = [0u8; 4];
-        stored.copy_from_slice(crc);
-        if crc32fast::hash(body) != u32::from_be_bytes(stored) {
-            return None;
-        }
-        Some(Self::decode_trusted(bytes))
+    fn rel_offset(&self) -> u32 {
+        self.rel_offset
     }
 
-    /// Decodes without checking the CRC, for bytes a view has already validated.
-    fn decode_trusted(bytes: &[u8]) -> Self {
-        let mut timestamp = [0u8; 8];
-        timestamp.copy_from_slice(&bytes[0..8]);
-        let mut rel_offset = [0u8; 4];
-        rel_offset.copy_from_slice(&bytes[8..12]);
-        Self {
-            timestamp: i64::from_be_bytes(timestamp),
-            rel_offset: u32::from_be_bytes(rel_offset),
-        }
-    }
-
+    /// Timestamps strictly increase; offsets never decrease.
     fn follows(&self, previous: &Self) -> bool {
         self.timestamp > previous.timestamp && self.rel_offset >= previous.rel_offset
     }
+
+    fn write_fields(&self, fields: &mut [u8]) {
+        fields[0..8].copy_from_slice(&self.timestamp.to_be_bytes());
+        fields[8..12].copy_from_slice(&self.rel_offset.to_be_bytes());
+    }
+
+    fn read_fields(fields: &[u8]) -> Self {
+        Self {
+            timestamp: i64::from_be_bytes(field(fields, 0)),
+            rel_offset: u32::from_be_bytes(field(fields, 8)),
+        }
+    }
 }
+
+/// In-memory time index of the active segment.
+pub type TimeIndex = SparseIndex<TimeIndexEntry>;
+
+/// Zero-copy reader over a time index file's bytes (typically an mmap of a sealed segment's
+/// file). Validates once on construction and then reads only the valid prefix.
+pub type TimeIndexView<'a> = SparseIndexView<'a, TimeIndexEntry>;
 
 /// Number of leading entries of `bytes` that are intact and in order.
 pub fn valid_prefix_len(bytes: &[u8]) -> usize {
-    let mut previous: Option<TimeIndexEntry> = None;
-    let mut count = 0;
-    for chunk in bytes.chunks_exact(TIME_INDEX_ENTRY_LEN) {
-        let Some(raw) = chunk.first_chunk::<TIME_INDEX_ENTRY_LEN>() else {
-            break;
-        };
-        let Some(entry) = TimeIndexEntry::decode(raw) else {
-            break;
-        };
-        if previous.is_some_and(|p| !entry.follows(&p)) {
-            break;
-        }
-        previous = Some(entry);
-        count += 1;
-    }
-    count
+    sparse_index::valid_prefix_len::<TimeIndexEntry>(bytes)
 }
 
 /// Decodes the valid prefix of a time index file; see the module doc.
 pub fn parse_valid_prefix(bytes: &[u8]) -> Vec<TimeIndexEntry> {
-    TimeIndexView::new(bytes).iter().collect()
-}
-
-/// Number of entries among the first `len` whose timestamp is below `target`.
-fn count_below(len: usize, target: i64, entry: impl Fn(usize) -> TimeIndexEntry) -> usize {
-    let (mut low, mut high) = (0, len);
-    while low < high {
-        let mid = low + (high - low) / 2;
-        if entry(mid).timestamp < target {
-            low = mid + 1;
-        } else {
-            high = mid;
-        }
-    }
-    low
-}
-
-/// In-memory time index of the active segment.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TimeIndex {
-    entries: Vec<TimeIndexEntry>,
+    sparse_index::parse_valid_prefix(bytes)
 }
 
 impl TimeIndex {
-    /// An empty index.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Loads the valid prefix of a time index file (the active segment's, on reopen).
-    pub fn from_bytes(bytes: &[u8]) -> Self {
-        Self {
-            entries: parse_valid_prefix(bytes),
-        }
-    }
-
     /// Adds an entry if `timestamp` is above the last one; returns whether it did. Also
     /// refuses an offset below the last entry's, which would make lookups wrong.
     #[must_use]
     pub fn maybe_append(&mut self, timestamp: i64, rel_offset: u32) -> bool {
-        let entry = TimeIndexEntry {
+        self.push(TimeIndexEntry {
             timestamp,
             rel_offset,
-        };
-        if self.entries.last().is_some_and(|last| !entry.follows(last)) {
-            return false;
-        }
-        self.entries.push(entry);
-        true
+        })
     }
 
     /// The first entry with `timestamp ≥ target`; `None` if the segment has no such
     /// timestamp. Exact only under the writer discipline in the module doc.
     pub fn lookup(&self, target: i64) -> Option<TimeIndexEntry> {
-        let i = self.entries.partition_point(|e| e.timestamp < target);
-        self.entries.get(i).copied()
+        self.search(target, Search::FirstAtOrAbove)
     }
 
     /// The last entry with `timestamp < target`, a safe place to start scanning for the first
     /// record at or after `target`; `None` means scan from the start of the segment.
     pub fn lookup_floor(&self, target: i64) -> Option<TimeIndexEntry> {
-        let i = self.entries.partition_point(|e| e.timestamp < target);
-        i.checked_sub(1).map(|i| self.entries[i])
-    }
-
-    /// Drops entries at or beyond `rel_offset`, after the log was truncated to that offset.
-    pub fn truncate_to_offset(&mut self, rel_offset: u32) {
-        let keep = self.entries.partition_point(|e| e.rel_offset < rel_offset);
-        self.entries.truncate(keep);
-    }
-
-    /// All entries, in order.
-    pub fn entries(&self) -> &[TimeIndexEntry] {
-        &self.entries
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether there are no entries.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// The last entry: its timestamp is the segment's max timestamp.
-    pub fn last(&self) -> Option<TimeIndexEntry> {
-        self.entries.last().copied()
-    }
-
-    /// Encodes every entry, for writing the whole file.
-    pub fn encode_all(&self) -> Vec<u8> {
-        self.encode_from(0)
-    }
-
-    /// Encodes entries from index `first` on, for appending to the file at byte
-    /// `first * TIME_INDEX_ENTRY_LEN`.
-    pub fn encode_from(&self, first: usize) -> Vec<u8> {
-        let tail = self.entries.get(first..).unwrap_or(&[]);
-        let mut out = Vec::with_capacity(tail.len() * TIME_INDEX_ENTRY_LEN);
-        for entry in tail {
-            out.extend_from_slice(&entry.encode());
-        }
-        out
+        self.search(target, Search::LastBelow)
     }
 }
 
-/// Zero-copy reader over a time index file's bytes (typically an mmap of a sealed segment's
-/// file). Validates once on construction and then reads only the valid prefix.
-#[derive(Debug, Clone, Copy)]
-pub struct TimeIndexView<'a> {
-    valid: &'a [u8],
-}
-
-impl<'a> TimeIndexView<'a> {
-    /// Validates `bytes` (one CRC per entry) and keeps the valid prefix.
-    pub fn new(bytes: &'a [u8]) -> Self {
-        let len = valid_prefix_len(bytes);
-        Self {
-            valid: &bytes[..len * TIME_INDEX_ENTRY_LEN],
-        }
-    }
-
-    /// Number of valid entries.
-    pub fn len(&self) -> usize {
-        self.valid.len() / TIME_INDEX_ENTRY_LEN
-    }
-
-    /// Whether there are no valid entries.
-    pub fn is_empty(&self) -> bool {
-        self.valid.is_empty()
-    }
-
-    /// Byte length of the valid prefix: where the I/O layer truncates the file.
-    pub fn valid_bytes(&self) -> usize {
-        self.valid.len()
-    }
-
-    /// Entry `i`, if it is within the valid prefix.
-    pub fn get(&self, i: usize) -> Option<TimeIndexEntry> {
-        let start = i.checked_mul(TIME_INDEX_ENTRY_LEN)?;
-        let bytes = self.valid.get(start..start + TIME_INDEX_ENTRY_LEN)?;
-        Some(TimeIndexEntry::decode_trusted(bytes))
-    }
-
-    /// The last valid entry.
-    pub fn last(&self) -> Option<TimeIndexEntry> {
-        self.len().checked_sub(1).and_then(|i| self.get(i))
-    }
-
+impl TimeIndexView<'_> {
     /// The first entry with `timestamp ≥ target`; see [`TimeIndex::lookup`].
     pub fn lookup(&self, target: i64) -> Option<TimeIndexEntry> {
-        self.get(self.below(target))
+        self.search(target, Search::FirstAtOrAbove)
     }
 
     /// The last entry with `timestamp < target`; see [`TimeIndex::lookup_floor`].
     pub fn lookup_floor(&self, target: i64) -> Option<TimeIndexEntry> {
-        self.below(target).checked_sub(1).and_then(|i| self.get(i))
-    }
-
-    fn below(&self, target: i64) -> usize {
-        let at = |i: usize| TimeIndexEntry::decode_trusted(&self.valid[i * TIME_INDEX_ENTRY_LEN..]);
-        count_below(self.len(), target, at)
-    }
-
-    /// The valid entries in order.
-    pub fn iter(&self) -> impl Iterator<Item = TimeIndexEntry> + 'a {
-        self.valid
-            .chunks_exact(TIME_INDEX_ENTRY_LEN)
-            .map(TimeIndexEntry::decode_trusted)
+        self.search(target, Search::LastBelow)
     }
 }
 
@@ -288,6 +138,27 @@ mod tests {
             assert!(index.maybe_append(ts, rel));
         }
         index
+    }
+
+    #[test]
+    fn test_entry_bytes_are_golden() {
+        let entry = TimeIndexEntry {
+            timestamp: 1_700_000_000_000,
+            rel_offset: 7,
+        };
+        let golden = [
+            0, 0, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0, 0, 0, 0, 7, 0xf8, 0xca, 0xf7, 0x7c,
+        ];
+        assert_eq!(entry.encode(), golden);
+        assert_eq!(TimeIndexEntry::decode(&golden), Some(entry));
+        let before_epoch = TimeIndexEntry {
+            timestamp: -1,
+            rel_offset: 0,
+        };
+        let golden = [
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0x65, 0x22, 0xdf, 0x69,
+        ];
+        assert_eq!(before_epoch.encode(), golden);
     }
 
     #[test]
@@ -366,6 +237,14 @@ mod tests {
         assert_eq!(TimeIndex::from_bytes(&encoded), index);
     }
 
+    fn index_of(entries: &[TimeIndexEntry]) -> TimeIndex {
+        let mut index = TimeIndex::new();
+        for e in entries {
+            assert!(index.maybe_append(e.timestamp, e.rel_offset));
+        }
+        index
+    }
+
     fn arb_entries() -> impl Strategy<Value = Vec<TimeIndexEntry>> {
         let start = -1_000_000i64..1_000_000;
         let steps = proptest::collection::vec((1..10_000i64, 0..100u32), 0..64);
@@ -411,7 +290,7 @@ mod tests {
 
         #[test]
         fn prop_bit_flip_yields_the_prefix_before_it(entries in arb_entries(), bit in any::<usize>()) {
-            let mut bytes = TimeIndex { entries: entries.clone() }.encode_all();
+            let mut bytes = index_of(&entries).encode_all();
             prop_assume!(!bytes.is_empty());
             let bit = bit % (bytes.len() * 8);
             bytes[bit / 8] ^= 1 << (bit % 8);
