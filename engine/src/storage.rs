@@ -186,14 +186,8 @@ impl Storage {
     pub async fn remove(&self, relative: &Path) -> Result<()> {
         match self {
             Storage::Disk(_) => {
-                let path = self.absolute(relative);
-                let context = format!("removing {}", relative.display());
-                blocking(move || match std::fs::remove_file(&path) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                    _ => Ok(()),
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
+                self.remove_on_disk(relative, |p| std::fs::remove_file(p))
+                    .await
             }
             Storage::Memory(store) => {
                 lock(&store.files).remove(relative);
@@ -206,20 +200,30 @@ impl Storage {
     pub async fn remove_dir_all(&self, relative: &Path) -> Result<()> {
         match self {
             Storage::Disk(_) => {
-                let path = self.absolute(relative);
-                let context = format!("removing {}", relative.display());
-                blocking(move || match std::fs::remove_dir_all(&path) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-                    _ => Ok(()),
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
+                self.remove_on_disk(relative, |p| std::fs::remove_dir_all(p))
+                    .await
             }
             Storage::Memory(store) => {
                 lock(&store.files).retain(|path, _| !path.starts_with(relative));
                 Ok(())
             }
         }
+    }
+
+    /// Runs `remove` on the blocking pool; a path that is already gone is not an error.
+    async fn remove_on_disk(
+        &self,
+        relative: &Path,
+        remove: fn(&Path) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let path = self.absolute(relative);
+        let context = format!("removing {}", relative.display());
+        blocking(move || match remove(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        })
+        .await
+        .map_err(|e| EngineError::io(context, e))
     }
 
     /// Fsyncs a directory so that entries created or removed in it are durable.
