@@ -38,6 +38,8 @@ use crate::tail_cache::TailCache;
 pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point";
 /// File holding the leader epoch cache.
 pub(crate) const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
+/// Appends keep the newest batches in memory while a read happened this recently.
+const READERS_ACTIVE_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 /// How far one batch may decompress when ListOffsets looks inside it.
 const MAX_DECOMPRESSED_BATCH: usize = 64 << 20;
 /// Producer-state snapshots kept on disk (the newest and the one before it).
@@ -170,6 +172,8 @@ struct Shared {
     checkpoint_lock: Semaphore,
     /// Broker time of the last append, to release the tail cache of idle partitions.
     last_append_ms: Cell<i64>,
+    /// When a reader last read; appends fill the tail cache only while readers are active.
+    last_read: Cell<Option<std::time::Instant>>,
 }
 
 /// One partition's log. Cheap to clone (a shared handle on one shard).
@@ -197,6 +201,7 @@ impl PartitionLog {
                 data_waiters: RefCell::new(Vec::new()),
                 checkpoint_lock: Semaphore::new(1),
                 last_append_ms: Cell::new(0),
+                last_read: Cell::new(None),
             }),
         })
     }
@@ -328,6 +333,11 @@ impl PartitionLog {
         let mut state = self.shared.state.borrow_mut();
         state.check_usable()?;
         self.shared.last_append_ms.set(now_ms);
+        let readers_active = self
+            .shared
+            .last_read
+            .get()
+            .is_some_and(|at| at.elapsed() < READERS_ACTIVE_FOR);
         let log_append_time =
             (config.timestamp_type == TimestampType::LogAppendTime).then_some(now_ms);
         let base_offset = state.next_offset;
@@ -338,16 +348,33 @@ impl PartitionLog {
             let offset = state.next_offset;
             let next_offset = offset + summary.record_count as u64;
             let state = &mut *state;
-            let stamped = state.tail_cache.push_stamped(
-                &records[summary.range.clone()],
-                offset,
-                next_offset,
-                |bytes| {
-                    batch::stamp_for_append(bytes, offset as i64, leader_epoch, log_append_time)
-                },
-            )?;
-            let header = BatchHeader::parse(stamped)?;
-            let position = state.appender.append(stamped);
+            let batch = &records[summary.range.clone()];
+            let (header, position) = if readers_active || log_append_time.is_some() {
+                // Stamp a copy in the tail cache, which then serves the readers.
+                let stamped =
+                    state
+                        .tail_cache
+                        .push_stamped(batch, offset, next_offset, |bytes| {
+                            batch::stamp_for_append(
+                                bytes,
+                                offset as i64,
+                                leader_epoch,
+                                log_append_time,
+                            )
+                        })?;
+                (BatchHeader::parse(stamped)?, state.appender.append(stamped))
+            } else {
+                // Nobody is reading: copy once, straight into the write buffer, with the
+                // header stamped on the side (offset and epoch lie outside the CRC).
+                let mut head = [0u8; batch::BATCH_HEADER_LEN];
+                head.copy_from_slice(&batch[..batch::BATCH_HEADER_LEN]);
+                head[batch::BASE_OFFSET_POS..][..8].copy_from_slice(&(offset as i64).to_be_bytes());
+                head[batch::PARTITION_LEADER_EPOCH_POS..][..4]
+                    .copy_from_slice(&leader_epoch.to_be_bytes());
+                let position = state.appender.append(&head);
+                state.appender.append(&batch[batch::BATCH_HEADER_LEN..]);
+                (BatchHeader::parse(&head)?, position)
+            };
             state
                 .active_mut()?
                 .record_batch(&header, position, now_ms, &config);
@@ -614,6 +641,7 @@ impl PartitionLog {
     /// least one batch, never past the high watermark. Reading at the high watermark returns
     /// nothing; outside `[log_start_offset, log_end_offset]` is an error.
     pub async fn read(&self, offset: u64, max_bytes: usize) -> Result<FetchedRecords> {
+        self.shared.last_read.set(Some(std::time::Instant::now()));
         let (segment_base, file, readable_end, hint, high_watermark, log_start_offset) = {
             let mut state = self.shared.state.borrow_mut();
             state.check_usable()?;
