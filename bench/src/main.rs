@@ -6,7 +6,8 @@
 //! - `matrix`: the same grid of workloads against several brokers in alternation, with a
 //!   results table of ratios;
 //! - `limits`: the machine's physical limits (O_DIRECT sequential write, loopback TCP, memcpy);
-//! - `plot`: a percentile plot from one or more JSON reports.
+//! - `plot`: a percentile plot from one or more JSON reports;
+//! - `uring-latency`: per-opcode io_uring latency from `perf script` output.
 
 mod client_config;
 mod consumer_driver;
@@ -22,6 +23,7 @@ mod report;
 mod results_table;
 mod sample_clock;
 mod topic_admin;
+mod uring_latency;
 mod workload;
 
 use anyhow::Context;
@@ -45,6 +47,8 @@ enum Command {
     Limits(limits::LimitsArgs),
     /// Draw a latency-percentile plot from JSON reports written by `run`.
     Plot(plot::PlotArgs),
+    /// Per-opcode io_uring latency from `perf script` output (read on stdin).
+    UringLatency(uring_latency::UringLatencyArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -54,5 +58,8 @@ fn main() -> anyhow::Result<()> {
         Command::Matrix(args) => matrix::matrix_command(&args).context("matrix"),
         Command::Limits(args) => limits::limits_command(&args).context("limits"),
         Command::Plot(args) => plot::plot_command(&args).context("plot"),
+        Command::UringLatency(args) => {
+            uring_latency::uring_latency_command(&args).context("uring-latency")
+        }
     }
 }

@@ -41,8 +41,11 @@ fn parse_target_config(text: &str) -> Result<(String, String, String), String> {
 #[derive(Args, Debug, Clone)]
 pub struct MatrixArgs {
     /// A broker to measure, `NAME=HOST:PORT`, in alternation order (repeatable).
-    #[arg(long = "target", value_parser = parse_target, required = true)]
+    #[arg(long = "target", value_parser = parse_target, required_unless_present = "render_only")]
     pub targets: Vec<(String, String)>,
+    /// Run nothing: write `RESULTS.md` into `--out` from this `matrix.json`.
+    #[arg(long)]
+    pub render_only: Option<PathBuf>,
     /// A sentence describing a target for the results, `NAME=TEXT` (repeatable).
     #[arg(long = "describe", value_parser = parse_key_value)]
     pub descriptions: Vec<(String, String)>,
@@ -150,6 +153,8 @@ pub struct RunResult {
     pub summary: Option<Summary>,
     pub complete: bool,
     pub errors: Vec<String>,
+    #[serde(default)]
+    pub notes: Vec<String>,
     pub report_file: Option<String>,
 }
 
@@ -219,6 +224,18 @@ fn wait_for_disk(dir: Option<&PathBuf>, min_free_gib: f64) -> Result<(), String>
 
 /// `kaas-bench matrix`.
 pub fn matrix_command(args: &MatrixArgs) -> anyhow::Result<()> {
+    if let Some(path) = &args.render_only {
+        let results: MatrixResults = serde_json::from_str(
+            &std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?,
+        )
+        .with_context(|| format!("parsing {}", path.display()))?;
+        std::fs::create_dir_all(&args.out)?;
+        let target = args.out.join("RESULTS.md");
+        std::fs::write(&target, crate::results_table::render(&results))?;
+        eprintln!("wrote {}", target.display());
+        return Ok(());
+    }
     let (default_sizes, default_acks, default_partitions, warmup, sample) = if args.quick {
         (
             vec![1024, 16384],
@@ -340,12 +357,16 @@ pub fn matrix_command(args: &MatrixArgs) -> anyhow::Result<()> {
                     summary: None,
                     complete: false,
                     errors: vec![reason],
+                    notes: Vec::new(),
                     report_file: None,
                 },
                 Ok(()) => run_one(args, &cell, target, bootstrap, rate, &spec_for),
             };
             for error in &result.errors {
                 eprintln!("   {target}: {error}");
+            }
+            for note in &result.notes {
+                eprintln!("   {target}: note: {note}");
             }
             results.runs.push(result);
         }
@@ -405,6 +426,7 @@ pub fn matrix_command(args: &MatrixArgs) -> anyhow::Result<()> {
                                 errors: vec![
                                     "skipped: no produce throughput to derive a rate from".into(),
                                 ],
+                                notes: Vec::new(),
                                 report_file: None,
                             });
                         }
@@ -470,6 +492,7 @@ fn run_one(
                 summary: Some(report.summary),
                 complete: report.complete,
                 errors: report.errors,
+                notes: report.notes,
                 report_file,
             }
         }
@@ -480,6 +503,7 @@ fn run_one(
             summary: None,
             complete: false,
             errors: vec![format!("{error:#}")],
+            notes: Vec::new(),
             report_file: None,
         },
     }

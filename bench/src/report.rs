@@ -141,6 +141,10 @@ pub struct Report {
     pub complete: bool,
     /// Delivery, consume and client errors (first few of each).
     pub errors: Vec<String>,
+    /// Things worth knowing that are not errors (e.g. a consume pass that hit its time
+    /// limit: its throughput is records read within the limit).
+    #[serde(default)]
+    pub notes: Vec<String>,
 }
 
 /// Median of `values` (0 for none).

@@ -176,7 +176,34 @@ pub fn render(results: &MatrixResults) -> String {
     );
     render_plots(&mut out, &cells);
     render_errors(&mut out, results);
+    render_notes(&mut out, results);
     out
+}
+
+fn render_notes(out: &mut String, results: &MatrixResults) {
+    let noted: Vec<&RunResult> = results
+        .runs
+        .iter()
+        .filter(|r| !r.notes.is_empty())
+        .collect();
+    if noted.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Notes\n");
+    let _ = writeln!(
+        out,
+        "A consume pass that hits its time limit counts the records read within the limit.\n"
+    );
+    for run in noted {
+        let _ = writeln!(
+            out,
+            "- {} on **{}**: {}",
+            run.cell.slug(),
+            run.target,
+            run.notes.join("; ")
+        );
+    }
+    let _ = writeln!(out);
 }
 
 fn render_plots(out: &mut String, cells: &Cells<'_>) {
