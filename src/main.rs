@@ -17,6 +17,14 @@ fn main() -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // A panicking shard would leave a broker that accepts connections but never answers for
+    // that shard's partitions. Crash instead: recovery from the files is what restarts are for.
+    let report_panic = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report_panic(info);
+        eprintln!("kaas: a thread panicked; aborting so that a restart recovers from disk");
+        std::process::abort();
+    }));
     let cli = cli::Cli::parse();
     if std::env::var_os("MY_POD_NAME").is_some() {
         // Running standalone on a volume other brokers share would let two brokers write one

@@ -90,9 +90,11 @@ struct CheckpointMark {
 }
 
 enum Slot {
-    /// Recovery is running; these wait for it.
+    /// Recovery or a close is running; these wait for it.
     Opening(Vec<oneshot::Sender<()>>),
     Open(PartitionLog),
+    /// The partition's files are being removed; it cannot be opened meanwhile.
+    Deleting,
 }
 
 /// The open logs of one shard.
@@ -149,6 +151,7 @@ impl LogManager {
                         waiters.push(sender);
                         Some(receiver)
                     }
+                    Some(Slot::Deleting) => return Err(EngineError::Closed),
                     None => {
                         slots.insert(id.clone(), Slot::Opening(Vec::new()));
                         None
@@ -191,24 +194,68 @@ impl LogManager {
 
     /// Flushes, checkpoints and closes a partition (so another shard or broker can take it).
     pub async fn close(&self, id: &PartitionId) -> Result<()> {
+        self.wait_for_open(id).await;
+        // Opens of this partition wait until the close is done (no await before this insert,
+        // so nothing can start in between).
         let log = match self.slots.borrow_mut().remove(id) {
             Some(Slot::Open(log)) => log,
-            Some(opening @ Slot::Opening(_)) => {
-                self.slots.borrow_mut().insert(id.clone(), opening);
+            Some(other) => {
+                self.slots.borrow_mut().insert(id.clone(), other);
                 return Ok(());
             }
             None => return Ok(()),
         };
+        self.slots
+            .borrow_mut()
+            .insert(id.clone(), Slot::Opening(Vec::new()));
         self.checkpointed_at.borrow_mut().remove(id);
-        log.close().await
+        let closed = log.close().await;
+        self.finish_busy(id);
+        closed
+    }
+
+    /// Ends a close: the slot goes and whoever waited retries.
+    fn finish_busy(&self, id: &PartitionId) {
+        if let Some(Slot::Opening(waiters)) = self.slots.borrow_mut().remove(id) {
+            for waiter in waiters {
+                let _ = waiter.send(());
+            }
+        }
+    }
+
+    /// Waits until no recovery of `id` is running.
+    async fn wait_for_open(&self, id: &PartitionId) {
+        loop {
+            let waiter = match self.slots.borrow_mut().get_mut(id) {
+                Some(Slot::Opening(waiters)) => {
+                    let (sender, receiver) = oneshot::channel();
+                    waiters.push(sender);
+                    receiver
+                }
+                _ => return,
+            };
+            let _ = waiter.await;
+        }
     }
 
     /// Closes a partition and removes its files.
     pub async fn delete(&self, id: &PartitionId) -> Result<()> {
         let dir = id.dir()?;
-        // A poisoned log cannot checkpoint; its files go anyway.
-        let _ = self.close(id).await;
-        self.storage.remove_dir_all(&dir).await?;
+        self.wait_for_open(id).await;
+        // From here until the files are gone no open may start (no await before this insert).
+        let previous = self.slots.borrow_mut().insert(id.clone(), Slot::Deleting);
+        if let Some(Slot::Open(log)) = previous {
+            self.checkpointed_at.borrow_mut().remove(id);
+            // A poisoned log cannot checkpoint; its files go anyway.
+            let _ = log.close().await;
+        }
+        let removed = self.remove_partition_dir(&dir).await;
+        self.slots.borrow_mut().remove(id);
+        removed
+    }
+
+    async fn remove_partition_dir(&self, dir: &std::path::Path) -> Result<()> {
+        self.storage.remove_dir_all(dir).await?;
         if let Some(parent) = dir.parent() {
             self.storage.sync_dir(parent).await?;
         }
