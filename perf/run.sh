@@ -15,8 +15,10 @@
 #    (Kafka comes from tests/kafka/start-kafka.sh: Maven artifacts, JDK 17);
 # 4. runs `kaas-bench matrix` against the three in alternation (every target runs a cell
 #    before the next cell starts);
-# 5. profiles kaas under produce load with perf (cpu-clock samples, DWARF call stacks) and
-#    renders flame graphs with inferno, if perf works here;
+# 5. if perf works here, profiles kaas alone under three loads (produce 1 KiB and 16 KiB at
+#    open throttle, end-to-end 1 KiB at the matrix's fixed rate): perf stat of kaas and of
+#    the client, io_uring latency per opcode from tracepoints (what kaas waits for), and
+#    cpu-clock samples with DWARF call stacks rendered as flame graphs by inferno;
 # 6. stops everything and removes the data directories.
 #
 # Results go to DIR (default: perf/): RESULTS.md, matrix.json, limits.json, runs/*.json,
@@ -155,7 +157,7 @@ if [[ $profile == 1 ]] && kaas_alive; then
       local name="$1"; shift
       log "profiling kaas: $name"
       "$bin/kaas-bench" run --bootstrap "127.0.0.1:$kaas_port" --target kaas --quiet --no-plot \
-        --warmup 3 --sample 12 --samples 1 --report "$work/profile-$name.json" "$@" \
+        --warmup 3 --sample 16 --samples 1 --report "$work/profile-$name.json" "$@" \
         >"$work/profile-$name.out" 2>&1 &
       local bench=$!
       sleep 5
@@ -164,37 +166,62 @@ if [[ $profile == 1 ]] && kaas_alive; then
         wait "$bench" || true
         return 0
       fi
+      local txt="$out/profile-$name.txt"
+      # The broker and the client share the machine: count both over the same 3 s.
+      perf stat -e task-clock,context-switches,cpu-migrations,page-faults -p "$bench" \
+        -o "$work/client-$name.txt" -- sleep 3 &
+      local client_stat=$!
       perf stat -e task-clock,context-switches,cpu-migrations,page-faults -p "$kaas_pid" \
-        -o "$out/profile-$name.txt" -- sleep 3 || true
+        -o "$txt" -- sleep 3 || true
+      wait "$client_stat" || true
+      # On-CPU: where kaas spends its CPU.
       perf record -q -e cpu-clock -F 497 --call-graph dwarf,32768 -p "$kaas_pid" \
         -o "$work/perf-$name.data" -- sleep 4 2>/dev/null || true
+      # Off-CPU: how long kaas waits for each kind of io_uring operation (fdatasync, DMA
+      # writes, socket reads and writes), from the io_uring tracepoints.
+      perf record -q -e io_uring:io_uring_submit_req,io_uring:io_uring_complete -p "$kaas_pid" \
+        -o "$work/uring-$name.data" -- sleep 3 2>/dev/null || true
       wait "$bench" || true
       {
         echo
+        echo "The same 3 s, the kaas-bench process (librdkafka client):"
+        cat "$work/client-$name.txt"
+        echo
         echo "kaas-bench run $* (during the profile):"
         tail -n 4 "$work/profile-$name.out"
+        echo
+        perf script -i "$work/uring-$name.data" 2>/dev/null | "$bin/kaas-bench" uring-latency || true
         echo
         echo "kaas threads, CPU seconds since start (utime+stime):"
         for task in /proc/"$kaas_pid"/task/*; do
           awk -v name="$(cat "$task/comm" 2>/dev/null)" \
             '{printf "  %-20s %.2f\n", name, ($14+$15)/100}' "$task/stat" 2>/dev/null || true
         done
-      } >>"$out/profile-$name.txt"
+      } >>"$txt"
       perf script -i "$work/perf-$name.data" --no-inline 2>/dev/null \
         | "$inferno_root/bin/inferno-collapse-perf" >"$work/perf-$name.folded"
       "$inferno_root/bin/inferno-flamegraph" --title "kaas: $name" \
         <"$work/perf-$name.folded" >"$out/flamegraph-$name.svg"
-      rm -f "$work/perf-$name.data"
+      rm -f "$work/perf-$name.data" "$work/uring-$name.data"
     }
+    # Throughput targets: 1 KiB acks=all (vs Kafka) and 16 KiB (vs the O_DIRECT limit).
     profile_one produce-1KiB-acks-all-p16 --workload produce --record-size 1024 --acks all --partitions 16
-    profile_one produce-16KiB-acks-all-p1 --workload produce --record-size 16384 --acks all --partitions 1
+    profile_one produce-16KiB-acks-all-p16 --workload produce --record-size 16384 --acks all --partitions 16
+    # Latency target: end-to-end at the matrix's fixed rate for 1 KiB, acks=all, 16 partitions.
+    e2e_rate="$(grep -o '"rate": [0-9.]*' "$out/runs/end-to-end-1024B-acksall-p16-kaas.json" 2>/dev/null \
+      | head -1 | awk '{printf "%d", $2}')"
+    if [[ -n "$e2e_rate" && "$e2e_rate" != 0 ]]; then
+      profile_one "end-to-end-1KiB-acks-all-p16-${e2e_rate}rps" --workload end-to-end \
+        --record-size 1024 --acks all --partitions 16 --rate "$e2e_rate"
+    fi
     {
       echo "## Profiles of kaas"
       echo
-      echo "cpu-clock samples of the kaas process (DWARF call stacks) while kaas-bench produced to it; counters and per-thread CPU in the matching profile-*.txt."
+      echo "While kaas-bench loaded kaas alone: \`perf stat\` software counters of kaas and of the client, per-opcode io_uring latency (submit → complete, from the io_uring tracepoints: how long kaas waits for fdatasync, DMA writes and sockets), per-thread CPU time (\`profile-*.txt\`), and cpu-clock samples with DWARF call stacks (flame graphs)."
       echo
-      for svg in "$out"/flamegraph-*.svg; do
-        echo "- [$(basename "$svg")]($(basename "$svg"))"
+      for txt in "$out"/profile-*.txt; do
+        base="$(basename "$txt" .txt)"
+        echo "- ${base#profile-}: [counters and io_uring latency]($(basename "$txt")), [flame graph](flamegraph-${base#profile-}.svg)"
       done
       echo
     } >>"$out/RESULTS.md"
@@ -202,5 +229,8 @@ if [[ $profile == 1 ]] && kaas_alive; then
     log "perf does not work here; no flame graphs"
     printf '## Profiles of kaas\n\nperf could not sample on this machine; no flame graphs.\n\n' >>"$out/RESULTS.md"
   fi
+fi
+if [[ -f "$out/FINDINGS.md" ]]; then
+  printf '## Analysis\n\nWritten by hand about the committed run: [FINDINGS.md](FINDINGS.md).\n' >>"$out/RESULTS.md"
 fi
 log "done: $out/RESULTS.md"

@@ -105,15 +105,29 @@ impl TopicAdmin {
         Ok(())
     }
 
-    /// The high watermark (next offset) of every partition of `name`.
+    /// The high watermark (next offset) of every partition of `name`. A broker may briefly
+    /// answer NOT_LEADER (e.g. while it is busy with many partitions); each lookup is tried
+    /// for up to 30 s.
     pub fn end_offsets(&self, name: &str, partitions: i32) -> anyhow::Result<Vec<i64>> {
         (0..partitions)
             .map(|partition| {
-                self.client
-                    .inner()
-                    .fetch_watermarks(name, partition, Duration::from_secs(30))
-                    .map(|(_, high)| high)
-                    .with_context(|| format!("end offset of {name}-{partition}"))
+                let deadline = Instant::now() + Duration::from_secs(30);
+                loop {
+                    match self.client.inner().fetch_watermarks(
+                        name,
+                        partition,
+                        Duration::from_secs(10),
+                    ) {
+                        Ok((_, high)) => return Ok(high),
+                        Err(_) if Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(200));
+                        }
+                        Err(error) => {
+                            return Err(error)
+                                .with_context(|| format!("end offset of {name}-{partition}"))
+                        }
+                    }
+                }
             })
             .collect()
     }

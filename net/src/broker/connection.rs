@@ -133,11 +133,13 @@ async fn read_requests<R: AsyncRead + Unpin>(
     }
 }
 
-/// Reads exactly `size` bytes, growing the buffer only as data arrives.
+/// Reads exactly `size` bytes, growing the buffer only as data arrives: each step reads at
+/// most as much as already arrived (at least 64 KiB), so the buffer doubles — few
+/// reallocations — and never holds more than twice what was received.
 async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, size: usize) -> std::io::Result<Bytes> {
     let mut frame = BytesMut::with_capacity(size.min(READ_STEP));
     while frame.len() < size {
-        let step = (size - frame.len()).min(READ_STEP);
+        let step = (size - frame.len()).min(READ_STEP.max(frame.len()));
         let start = frame.len();
         frame.resize(start + step, 0);
         reader.read_exact(&mut frame[start..]).await?;
