@@ -7,5 +7,6 @@
 //! - [`handlers`] has one module per Kafka API.
 
 pub mod broker;
+pub mod groups;
 pub mod handlers;
 pub mod protocol;

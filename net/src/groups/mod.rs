@@ -1,0 +1,8 @@
+//! Consumer groups: the group coordinator's state, kept apart from connections so that a
+//! group can move between shards (and, in cluster mode, brokers) and be rebuilt from the
+//! data volume alone.
+//!
+//! - [`consumer_group`] is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat):
+//!   server-side assignment, member epochs and reconciliation, as pure logic.
+
+pub mod consumer_group;
