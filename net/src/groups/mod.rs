@@ -2,7 +2,12 @@
 //! group can move between shards (and, in cluster mode, brokers) and be rebuilt from the
 //! data volume alone.
 //!
+//! - [`classic`] is the classic rebalance protocol (JoinGroup, SyncGroup, Heartbeat,
+//!   LeaveGroup) as a state machine.
+//! - [`consumer_protocol`] reads the subscriptions classic consumers send.
 //! - [`consumer_group`] is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat):
 //!   server-side assignment, member epochs and reconciliation, as pure logic.
 
+pub mod classic;
 pub mod consumer_group;
+pub mod consumer_protocol;
