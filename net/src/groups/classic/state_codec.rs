@@ -146,7 +146,7 @@ fn to_hex(bytes: &[u8]) -> String {
 }
 
 fn from_hex(text: &str) -> Result<Bytes, DecodeError> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(DecodeError("odd hex length".into()));
     }
     (0..text.len())

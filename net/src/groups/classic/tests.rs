@@ -104,8 +104,8 @@ fn stable_pair(config: &ClassicGroupConfig) -> (ClassicGroup, String, String) {
         (b.clone(), Bytes::from_static(b"for-b")),
     ];
     let mut a_sync = later(sync(&mut group, &a, 2, assignments, 50));
-    assert_eq!(ready(&mut a_sync).unwrap().assignment, &b"for-a"[..]);
-    assert_eq!(ready(&mut b_sync).unwrap().assignment, &b"for-b"[..]);
+    assert_eq!(ready(&mut a_sync).expect("answered").assignment, &b"for-a"[..]);
+    assert_eq!(ready(&mut b_sync).expect("answered").assignment, &b"for-b"[..]);
     assert_eq!(group.state(), ClassicState::Stable);
     assert!(group.take_dirty());
     (group, a, b)
@@ -218,7 +218,7 @@ fn a_static_member_rejoins_without_a_rebalance() {
     let config = config(0);
     let mut group = ClassicGroup::new("g");
     let mut join = later(group.join(request("", Some("instance-1")), &config, 0));
-    let first = ready(&mut join).unwrap();
+    let first = ready(&mut join).expect("answered");
     assert_eq!(first.generation_id, 1);
     let old_id = first.member_id.clone();
     let assignments = vec![(old_id.clone(), Bytes::from_static(b"p0-p5"))];
@@ -233,7 +233,7 @@ fn a_static_member_rejoins_without_a_rebalance() {
         },
         10,
     ));
-    assert_eq!(ready(&mut synced).unwrap().error, ErrorCode::None);
+    assert_eq!(ready(&mut synced).expect("answered").error, ErrorCode::None);
     group.take_dirty();
 
     let rejoined = now(group.join(request("", Some("instance-1")), &config, 5_000));
