@@ -28,6 +28,8 @@ pub struct BrokerConfig {
     pub default_partitions: i32,
     /// Broker-level defaults for topic configs (`log.*` settings).
     pub topic_defaults: crate::broker::topic_config::TopicDefaults,
+    /// Group coordinator settings (`group.*`, `offset.*`).
+    pub groups: crate::groups::config::GroupConfig,
 }
 
 impl BrokerConfig {
@@ -45,6 +47,7 @@ impl BrokerConfig {
             auto_create_topics: true,
             default_partitions: 1,
             topic_defaults: Default::default(),
+            groups: Default::default(),
         }
     }
 }

@@ -107,7 +107,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
                 }
                 let shard = shard.clone();
                 glommio::spawn_local(async move {
-                    let response = dispatch::handle(&shard, header, request).await;
+                    let response = dispatch::handle(&shard, header, request, peer).await;
                     drop(permit);
                     response
                 })

@@ -1,5 +1,6 @@
 //! Routes a decoded request to its handler and encodes the response frame.
 
+use std::net::SocketAddr;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -23,8 +24,11 @@ pub async fn handle(
     shard: &Rc<Shard>,
     header: RequestHeader,
     request: Request,
+    peer: Option<SocketAddr>,
 ) -> Option<Vec<Bytes>> {
     let version = header.api_version;
+    let client_id = || header.client_id.clone().unwrap_or_default();
+    let client_host = || peer.map(|p| format!("/{}", p.ip())).unwrap_or_default();
     let response = match request {
         Request::ApiVersions(r) => Response::ApiVersions(handlers::api_versions::handle(r)),
         Request::Metadata(r) => {
@@ -69,6 +73,33 @@ pub async fn handle(
         Request::OffsetForLeaderEpoch(r) => Response::OffsetForLeaderEpoch(
             handlers::offset_for_leader_epoch::handle(shard, r).await,
         ),
+        Request::FindCoordinator(r) => {
+            Response::FindCoordinator(handlers::find_coordinator::handle(shard, r, version))
+        }
+        Request::JoinGroup(r) => Response::JoinGroup(
+            handlers::join_group::handle(shard, r, version, client_id(), client_host()).await,
+        ),
+        Request::SyncGroup(r) => Response::SyncGroup(handlers::sync_group::handle(shard, r).await),
+        Request::Heartbeat(r) => Response::Heartbeat(handlers::heartbeat::handle(shard, r).await),
+        Request::LeaveGroup(r) => {
+            Response::LeaveGroup(handlers::leave_group::handle(shard, r, version).await)
+        }
+        Request::OffsetCommit(r) => {
+            Response::OffsetCommit(handlers::offset_commit::handle(shard, r, version).await)
+        }
+        Request::OffsetFetch(r) => {
+            Response::OffsetFetch(handlers::offset_fetch::handle(shard, r, version).await)
+        }
+        Request::ListGroups(r) => Response::ListGroups(handlers::list_groups::handle(shard, r).await),
+        Request::DescribeGroups(r) => {
+            Response::DescribeGroups(handlers::describe_groups::handle(shard, r, version).await)
+        }
+        Request::DeleteGroups(r) => {
+            Response::DeleteGroups(handlers::delete_groups::handle(shard, r).await)
+        }
+        Request::OffsetDelete(r) => {
+            Response::OffsetDelete(handlers::offset_delete::handle(shard, r).await)
+        }
         // Not advertised: the connection closes before reaching here.
         _ => return None,
     };

@@ -24,6 +24,7 @@ use crate::broker::producer_ids::ProducerIdAllocator;
 use crate::broker::router::{Inbox, Router};
 use crate::broker::shard::Shard;
 use crate::broker::topic_admin::{build_view, TopicAdmin};
+use crate::groups::coordinator::GroupCoordinator;
 use crate::broker::topic_store::{self, TopicsFile};
 
 /// How often each shard runs log maintenance (age rolls, retention, checkpoints).
@@ -202,10 +203,17 @@ async fn run_shard(start: ShardStart) {
             return;
         }
     };
+    let groups = Rc::new(GroupCoordinator::new(
+        index,
+        config.shards,
+        storage.clone(),
+        config.groups.clone(),
+    ));
     let shard = Rc::new(Shard {
         index,
         config: config.clone(),
         storage: storage.clone(),
+        groups,
         logs: LogManager::new(storage),
         view,
         router,
@@ -239,6 +247,8 @@ async fn run_shard(start: ShardStart) {
         glommio::timer::sleep(Duration::from_millis(1)).await;
     }
     shard.open_owned_partitions().await;
+    shard.groups.load().await;
+    let ticker = shard.groups.spawn_ticker();
     let maintenance = Rc::new(LogManagerMaintenance(shard.clone()));
     let maintenance_task = maintenance.spawn();
     let accept = {
@@ -262,6 +272,7 @@ async fn run_shard(start: ShardStart) {
     })
     .await;
     drop(maintenance_task);
+    drop(ticker);
     if let Err(error) = shard.logs.close_all().await {
         tracing::error!(shard = index, %error, "closing partitions at shut-down");
     }

@@ -12,6 +12,7 @@ use crate::broker::metrics::ShardMetrics;
 use crate::broker::producer_ids::ProducerIdAllocator;
 use crate::broker::router::{Inbox, Router};
 use crate::broker::topic_admin::TopicAdmin;
+use crate::groups::coordinator::GroupCoordinator;
 
 /// Everything a shard's request handlers use. `!Send`: lives on its executor.
 pub struct Shard {
@@ -33,6 +34,8 @@ pub struct Shard {
     pub topic_admin: Option<TopicAdmin>,
     /// Producer id allocation (shard 0 only).
     pub producer_ids: Option<ProducerIdAllocator>,
+    /// The consumer groups this shard coordinates.
+    pub groups: Rc<GroupCoordinator>,
 }
 
 impl Shard {

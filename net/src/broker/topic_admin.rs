@@ -138,6 +138,14 @@ impl TopicAdmin {
         let id = topic_store::parse_uuid(&removed.id).unwrap_or(Uuid::NIL);
         self.commit(shard, next).await?;
         self.remove_partition_dirs(shard, name).await;
+        let topic = name.to_string();
+        shard
+            .router
+            .broadcast(shard, move |target| {
+                let topic = topic.clone();
+                async move { target.groups.remove_topic(&topic).await }
+            })
+            .await;
         Ok(id)
     }
 

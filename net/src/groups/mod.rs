@@ -5,9 +5,19 @@
 //! - [`classic`] is the classic rebalance protocol (JoinGroup, SyncGroup, Heartbeat,
 //!   LeaveGroup) as a state machine.
 //! - [`consumer_protocol`] reads the subscriptions classic consumers send.
+//! - [`coordinator`] holds the groups one shard coordinates ([`placement`]), each a
+//!   [`group::Group`]: protocol state plus its durable store; [`offsets`] is OffsetCommit,
+//!   OffsetFetch and OffsetDelete on them.
 //! - [`consumer_group`] is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat):
 //!   server-side assignment, member epochs and reconciliation, as pure logic.
 
 pub mod classic;
+pub mod clock;
+pub mod config;
 pub mod consumer_group;
 pub mod consumer_protocol;
+pub mod coordinator;
+mod describe;
+pub mod group;
+pub mod offsets;
+pub mod placement;

@@ -2,7 +2,8 @@
 //!
 //! Partition-scoped APIs (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords)
 //! group their partitions by owner shard and hop once per shard ([`partition_work`]); topic
-//! changes hop to shard 0, where the topic admin runs.
+//! changes hop to shard 0, where the topic admin runs; group APIs hop to the group's
+//! coordinator shard ([`group_hop`]).
 
 pub mod api_versions;
 pub mod create_partitions;
@@ -10,15 +11,27 @@ pub mod create_topics;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
+pub mod delete_groups;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod group_hop;
+pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod partition_work;
 pub mod produce;
+pub mod sync_group;
 
 use std::future::Future;
 use std::rc::Rc;

@@ -373,7 +373,7 @@ impl ClassicGroup {
     /// protocol; `None` if the group is not a consumer group or a member's metadata cannot be
     /// read (then every topic counts as subscribed).
     pub fn subscribed_topics(&self) -> Option<Vec<String>> {
-        if self.protocol_type.as_deref() != Some("consumer") {
+        if self.members.is_empty() || self.protocol_type.as_deref() != Some("consumer") {
             return Some(Vec::new());
         }
         let protocol = self.protocol_name.as_deref()?;

@@ -1,0 +1,30 @@
+//! Group coordinator settings (Kafka's `group.*` and `offset.*` broker settings).
+
+use crate::groups::classic::ClassicGroupConfig;
+
+/// How the coordinator runs groups.
+#[derive(Debug, Clone)]
+pub struct GroupConfig {
+    /// Classic protocol settings.
+    pub classic: ClassicGroupConfig,
+    /// `offset.metadata.max.bytes`: larger commit metadata gets OFFSET_METADATA_TOO_LARGE.
+    pub offset_metadata_max_bytes: usize,
+    /// `group.consumer.session.timeout.ms` (KIP-848 groups).
+    pub consumer_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms` (KIP-848 groups).
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size`.
+    pub consumer_max_size: usize,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            classic: ClassicGroupConfig::default(),
+            offset_metadata_max_bytes: 4096,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5_000,
+            consumer_max_size: usize::MAX,
+        }
+    }
+}

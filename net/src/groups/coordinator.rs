@@ -1,0 +1,242 @@
+//! The group coordinator of one shard: the groups whose id hashes to this shard
+//! ([`placement`](super::placement)), loaded from the data volume at start-up, created on
+//! first use, ticked for their deadlines and deleted on request.
+//!
+//! Every group is rebuilt from its [`GroupStore`] alone, so in cluster mode a group can move
+//! to another coordinator by closing it here and loading it there.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
+use kaas_engine::group_store::GroupStore;
+use kaas_engine::Storage;
+
+use crate::groups::clock::monotonic_ms;
+use crate::groups::config::GroupConfig;
+use crate::groups::group::{Group, GroupState};
+use crate::groups::placement::coordinator_shard;
+use crate::protocol::ErrorCode;
+
+/// How often deadlines (sessions, join phases) are checked.
+const TICK: Duration = Duration::from_millis(50);
+
+type Opening = Shared<LocalBoxFuture<'static, Result<Rc<Group>, String>>>;
+
+enum Slot {
+    Ready(Rc<Group>),
+    Opening(Opening),
+}
+
+/// The groups one shard coordinates.
+pub struct GroupCoordinator {
+    shard: usize,
+    shards: usize,
+    storage: Storage,
+    /// Settings.
+    pub config: GroupConfig,
+    groups: RefCell<HashMap<String, Slot>>,
+    loaded: Cell<bool>,
+}
+
+impl GroupCoordinator {
+    /// The coordinator of shard `shard` out of `shards`.
+    pub fn new(shard: usize, shards: usize, storage: Storage, config: GroupConfig) -> Self {
+        GroupCoordinator {
+            shard,
+            shards,
+            storage,
+            config,
+            groups: RefCell::new(HashMap::new()),
+            loaded: Cell::new(false),
+        }
+    }
+
+    /// Whether this shard coordinates `group_id`.
+    pub fn owns(&self, group_id: &str) -> bool {
+        coordinator_shard(group_id, self.shards) == self.shard
+    }
+
+    /// Loads every stored group this shard coordinates; requests wait for this
+    /// (COORDINATOR_LOAD_IN_PROGRESS) so none sees a group half-loaded.
+    pub async fn load(&self) {
+        match GroupStore::list(&self.storage).await {
+            Ok(ids) => {
+                for id in ids.into_iter().filter(|id| self.owns(id)) {
+                    if let Err(error) = self.get_or_create(&id).await {
+                        tracing::error!(group = %id, ?error, "loading group");
+                    }
+                }
+            }
+            Err(error) => tracing::error!(%error, "listing stored groups"),
+        }
+        self.loaded.set(true);
+    }
+
+    /// COORDINATOR_LOAD_IN_PROGRESS until [`load`](Self::load) has finished.
+    pub fn check_ready(&self) -> Result<(), ErrorCode> {
+        if self.loaded.get() {
+            Ok(())
+        } else {
+            Err(ErrorCode::CoordinatorLoadInProgress)
+        }
+    }
+
+    /// The group if it exists.
+    pub async fn find(&self, group_id: &str) -> Result<Option<Rc<Group>>, ErrorCode> {
+        self.check_ready()?;
+        let opening = match self.groups.borrow().get(group_id) {
+            None => return Ok(None),
+            Some(Slot::Ready(group)) => return Ok(Some(group.clone())),
+            Some(Slot::Opening(opening)) => opening.clone(),
+        };
+        opening
+            .await
+            .map(Some)
+            .map_err(|_| ErrorCode::CoordinatorNotAvailable)
+    }
+
+    /// The group, created (with its store) if it does not exist yet.
+    pub async fn find_or_create(&self, group_id: &str) -> Result<Rc<Group>, ErrorCode> {
+        self.check_ready()?;
+        self.get_or_create(group_id).await
+    }
+
+    async fn get_or_create(&self, group_id: &str) -> Result<Rc<Group>, ErrorCode> {
+        let opening = {
+            let mut groups = self.groups.borrow_mut();
+            match groups.get(group_id) {
+                Some(Slot::Ready(group)) => return Ok(group.clone()),
+                Some(Slot::Opening(opening)) => opening.clone(),
+                None => {
+                    let storage = self.storage.clone();
+                    let id = group_id.to_string();
+                    let opening: Opening = async move {
+                        let store = GroupStore::open(&storage, &id)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        Ok(Rc::new(Group::from_store(store, monotonic_ms())))
+                    }
+                    .boxed_local()
+                    .shared();
+                    groups.insert(group_id.to_string(), Slot::Opening(opening.clone()));
+                    opening
+                }
+            }
+        };
+        let result = opening.await;
+        let mut groups = self.groups.borrow_mut();
+        match result {
+            Ok(group) => {
+                if matches!(groups.get(group_id), Some(Slot::Opening(_))) {
+                    groups.insert(group_id.to_string(), Slot::Ready(group.clone()));
+                }
+                Ok(group)
+            }
+            Err(error) => {
+                tracing::error!(group = %group_id, %error, "opening group store");
+                if matches!(groups.get(group_id), Some(Slot::Opening(_))) {
+                    groups.remove(group_id);
+                }
+                Err(ErrorCode::CoordinatorNotAvailable)
+            }
+        }
+    }
+
+    /// Every loaded group.
+    pub fn groups(&self) -> Vec<Rc<Group>> {
+        self.groups
+            .borrow()
+            .values()
+            .filter_map(|slot| match slot {
+                Slot::Ready(group) => Some(group.clone()),
+                Slot::Opening(_) => None,
+            })
+            .collect()
+    }
+
+    /// DeleteGroups for one group: GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or deleted with its
+    /// offsets.
+    pub async fn delete(&self, group_id: &str) -> ErrorCode {
+        let group = match self.find(group_id).await {
+            Ok(Some(group)) => group,
+            Ok(None) => return ErrorCode::GroupIdNotFound,
+            Err(error) => return error,
+        };
+        if !group.has_no_members() {
+            return ErrorCode::NonEmptyGroup;
+        }
+        self.drop_group(&group).await
+    }
+
+    async fn drop_group(&self, group: &Rc<Group>) -> ErrorCode {
+        match &mut *group.state.borrow_mut() {
+            GroupState::Classic(classic) => classic.mark_dead(),
+        }
+        {
+            let mut groups = self.groups.borrow_mut();
+            if matches!(groups.get(&group.id), Some(Slot::Ready(current)) if Rc::ptr_eq(current, group))
+            {
+                groups.remove(&group.id);
+            }
+        }
+        match group.store.delete().await {
+            Ok(()) => ErrorCode::None,
+            Err(error) => {
+                tracing::error!(group = %group.id, %error, "deleting group store");
+                ErrorCode::KafkaStorageError
+            }
+        }
+    }
+
+    /// A topic was deleted: its offsets go from every group.
+    pub async fn remove_topic(&self, topic: &str) {
+        for group in self.groups() {
+            let has_offsets = group.store.offsets().iter().any(|(t, _, _)| t == topic);
+            if has_offsets {
+                if let Err(error) = group.store.remove_topic(topic).await {
+                    tracing::error!(group = %group.id, %error, "removing offsets of a deleted topic");
+                }
+            }
+        }
+    }
+
+    /// Runs every group's deadlines; groups with neither members nor offsets are removed.
+    pub async fn tick(&self, now_ms: i64) {
+        for group in self.groups() {
+            let due = {
+                let mut state = group.state.borrow_mut();
+                match &mut *state {
+                    GroupState::Classic(classic) => {
+                        let due = classic.next_deadline().is_some_and(|at| at <= now_ms);
+                        if due {
+                            classic.tick(&self.config.classic, now_ms);
+                        }
+                        due
+                    }
+                }
+            };
+            if due {
+                group.persist_if_changed().await;
+            }
+            if group.is_unused() {
+                self.drop_group(&group).await;
+            }
+        }
+    }
+
+    /// Ticks every group until the coordinator is dropped.
+    pub fn spawn_ticker(self: &Rc<Self>) -> glommio::task::JoinHandle<()> {
+        let this = Rc::downgrade(self);
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(TICK).await;
+                let Some(this) = this.upgrade() else { return };
+                this.tick(monotonic_ms()).await;
+            }
+        })
+        .detach()
+    }
+}

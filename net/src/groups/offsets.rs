@@ -1,0 +1,225 @@
+//! OffsetCommit, OffsetFetch and OffsetDelete on a coordinator's groups: Kafka's validation
+//! (group, member, generation or member epoch, partition, metadata size) in front of the
+//! group's durable store.
+
+use kaas_engine::group_store::{CommittedOffset, GroupChange};
+
+use crate::broker::cluster_view::ClusterView;
+use crate::groups::coordinator::GroupCoordinator;
+use crate::groups::group::GroupState;
+use crate::groups::classic::ClassicState;
+use crate::protocol::ErrorCode;
+
+/// Who commits: a member of the group, or a tool (generation -1, no member id).
+#[derive(Debug, Clone)]
+pub struct Committer {
+    /// Member id (empty for tools).
+    pub member_id: String,
+    /// Static membership id.
+    pub group_instance_id: Option<String>,
+    /// Generation id (classic) or member epoch (consumer groups); -1 for tools.
+    pub generation_or_epoch: i32,
+    /// OffsetCommit version.
+    pub api_version: i16,
+}
+
+/// One offset to commit.
+#[derive(Debug, Clone)]
+pub struct OffsetToCommit {
+    /// Topic name.
+    pub topic: String,
+    /// Partition.
+    pub partition: i32,
+    /// Offset (the next record to consume).
+    pub offset: i64,
+    /// Leader epoch of the last consumed record, -1 if unknown.
+    pub leader_epoch: i32,
+    /// Client metadata.
+    pub metadata: Option<String>,
+}
+
+/// Commits `offsets` for `group_id`; one error code per offset, in order.
+pub async fn commit(
+    coordinator: &GroupCoordinator,
+    view: &ClusterView,
+    group_id: &str,
+    committer: Committer,
+    offsets: Vec<OffsetToCommit>,
+    now_ms: i64,
+) -> Vec<ErrorCode> {
+    let all = |error: ErrorCode| vec![error; offsets.len()];
+    if group_id.is_empty() {
+        return all(ErrorCode::InvalidGroupId);
+    }
+    let group = match coordinator.find(group_id).await {
+        Err(error) => return all(error),
+        Ok(Some(group)) => group,
+        Ok(None) if committer.generation_or_epoch < 0 => {
+            match coordinator.find_or_create(group_id).await {
+                Ok(group) => group,
+                Err(error) => return all(error),
+            }
+        }
+        Ok(None) if committer.api_version >= 9 => return all(ErrorCode::GroupIdNotFound),
+        Ok(None) => return all(ErrorCode::IllegalGeneration),
+    };
+    let _busy = group.busy();
+    let member_error = match &*group.state.borrow() {
+        GroupState::Classic(classic) => classic.validate_offset_commit(
+            &committer.member_id,
+            committer.group_instance_id.as_deref(),
+            committer.generation_or_epoch,
+        ),
+    };
+    if member_error != ErrorCode::None {
+        return all(member_error);
+    }
+    let mut errors = Vec::with_capacity(offsets.len());
+    let mut changes = Vec::new();
+    for offset in offsets {
+        let error = offset_error(coordinator, view, &offset);
+        errors.push(error);
+        if error == ErrorCode::None {
+            changes.push(GroupChange::Commit {
+                topic: offset.topic,
+                partition: offset.partition,
+                committed: CommittedOffset {
+                    offset: offset.offset,
+                    leader_epoch: offset.leader_epoch,
+                    metadata: offset.metadata.unwrap_or_default(),
+                    commit_timestamp_ms: now_ms,
+                },
+            });
+        }
+    }
+    if changes.is_empty() {
+        return errors;
+    }
+    if let Err(error) = group.store.apply(changes).await {
+        tracing::error!(group = %group_id, %error, "committing offsets");
+        for code in errors.iter_mut().filter(|c| **c == ErrorCode::None) {
+            *code = ErrorCode::CoordinatorNotAvailable;
+        }
+    }
+    errors
+}
+
+fn offset_error(
+    coordinator: &GroupCoordinator,
+    view: &ClusterView,
+    offset: &OffsetToCommit,
+) -> ErrorCode {
+    let known = view
+        .topic(&offset.topic)
+        .is_some_and(|topic| (0..topic.partitions).contains(&offset.partition));
+    if !known {
+        return ErrorCode::UnknownTopicOrPartition;
+    }
+    let metadata_len = offset.metadata.as_ref().map_or(0, String::len);
+    if metadata_len > coordinator.config.offset_metadata_max_bytes {
+        return ErrorCode::OffsetMetadataTooLarge;
+    }
+    ErrorCode::None
+}
+
+/// Committed offsets by topic, as OffsetFetch returns them.
+pub type FetchedOffsets = Vec<(String, Vec<(i32, Option<CommittedOffset>)>)>;
+
+/// OffsetFetch for one group: the requested partitions (or every committed one when
+/// `topics` is `None`); partitions without a commit come back as `None`. `member` is the
+/// asking member's id and epoch (OffsetFetch v9+), checked for consumer groups.
+pub async fn fetch(
+    coordinator: &GroupCoordinator,
+    group_id: &str,
+    member: Option<(String, i32)>,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+) -> Result<FetchedOffsets, ErrorCode> {
+    let group = coordinator.find(group_id).await?;
+    if let Some(group) = &group {
+        let error = group.validate_offset_fetch(member.as_ref());
+        if error != ErrorCode::None {
+            return Err(error);
+        }
+    }
+    let Some(group) = group else {
+        return Ok(topics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(topic, partitions)| (topic, partitions.into_iter().map(|p| (p, None)).collect()))
+            .collect());
+    };
+    let store = &group.store;
+    Ok(match topics {
+        Some(topics) => topics
+            .into_iter()
+            .map(|(topic, partitions)| {
+                let offsets = partitions
+                    .into_iter()
+                    .map(|p| (p, store.offset(&topic, p)))
+                    .collect();
+                (topic, offsets)
+            })
+            .collect(),
+        None => {
+            let mut by_topic: FetchedOffsets = Vec::new();
+            for (topic, partition, committed) in store.offsets() {
+                match by_topic.last_mut() {
+                    Some((last, partitions)) if *last == topic => {
+                        partitions.push((partition, Some(committed)))
+                    }
+                    _ => by_topic.push((topic, vec![(partition, Some(committed))])),
+                }
+            }
+            by_topic
+        }
+    })
+}
+
+/// OffsetDelete: removes committed offsets of topics the group does not subscribe to.
+pub async fn delete(
+    coordinator: &GroupCoordinator,
+    group_id: &str,
+    topics: Vec<(String, Vec<i32>)>,
+) -> Result<Vec<(String, Vec<(i32, ErrorCode)>)>, ErrorCode> {
+    let Some(group) = coordinator.find(group_id).await? else {
+        return Err(ErrorCode::GroupIdNotFound);
+    };
+    let _busy = group.busy();
+    let subscribed = match &*group.state.borrow() {
+        GroupState::Classic(classic) => {
+            if classic.state() == ClassicState::Dead {
+                return Err(ErrorCode::GroupIdNotFound);
+            }
+            let members = classic.members().next().is_some();
+            if members && classic.protocol_type() != Some("consumer") {
+                return Err(ErrorCode::NonEmptyGroup);
+            }
+            classic.subscribed_topics()
+        }
+    };
+    let is_subscribed =
+        |topic: &str| subscribed.as_ref().is_none_or(|topics| topics.iter().any(|t| t == topic));
+    let mut results = Vec::with_capacity(topics.len());
+    let mut changes = Vec::new();
+    for (topic, partitions) in topics {
+        let error = if is_subscribed(&topic) {
+            ErrorCode::GroupSubscribedToTopic
+        } else {
+            ErrorCode::None
+        };
+        if error == ErrorCode::None {
+            changes.extend(partitions.iter().map(|&partition| GroupChange::DeleteOffset {
+                topic: topic.clone(),
+                partition,
+            }));
+        }
+        results.push((topic, partitions.into_iter().map(|p| (p, error)).collect()));
+    }
+    if !changes.is_empty() {
+        if let Err(error) = group.store.apply(changes).await {
+            tracing::error!(group = %group_id, %error, "deleting offsets");
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+    }
+    Ok(results)
+}
