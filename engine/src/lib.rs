@@ -8,6 +8,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod dma_probe;
 pub mod error;
+pub mod group_store;
 pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;
@@ -24,6 +25,7 @@ pub mod time_index;
 
 pub use config::{LogConfig, TimestampType};
 pub use error::{EngineError, Result};
+pub use group_store::{CommittedOffset, GroupChange, GroupStore};
 pub use log::{AppendOutcome, FetchedRecords, LogOffsets, PartitionLog};
 pub use log_manager::{LogManager, PartitionId};
 pub use storage::Storage;

@@ -162,6 +162,33 @@ impl Storage {
         }
     }
 
+    /// Reads at most the first `max_len` bytes of a file; `None` when it does not exist.
+    pub async fn read_prefix(&self, relative: &Path, max_len: usize) -> Result<Option<Vec<u8>>> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("reading {}", relative.display());
+                blocking(move || -> std::io::Result<Option<Vec<u8>>> {
+                    use std::io::Read;
+                    let file = match std::fs::File::open(&path) {
+                        Ok(file) => file,
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                        Err(e) => return Err(e),
+                    };
+                    let mut bytes = Vec::new();
+                    file.take(max_len as u64).read_to_end(&mut bytes)?;
+                    Ok(Some(bytes))
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => Ok(store.get(relative).map(|f| {
+                let data = lock(&f);
+                data[..data.len().min(max_len)].to_vec()
+            })),
+        }
+    }
+
     /// Replaces a small file atomically and durably: write a temporary file, fsync it,
     /// rename it over the target, fsync the directory. A crash leaves the old or the new
     /// content, never a mix.
