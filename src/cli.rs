@@ -52,6 +52,9 @@ pub struct Cli {
     /// Default `max.message.bytes` of topics (`message.max.bytes`).
     #[arg(long, env = "KAAS_MESSAGE_MAX_BYTES", default_value_t = 1_048_588)]
     pub message_max_bytes: i64,
+    /// Consumer group settings.
+    #[command(flatten)]
+    pub groups: crate::group_flags::GroupFlags,
 }
 
 impl Cli {
@@ -81,6 +84,7 @@ impl Cli {
             max_message_bytes: self.message_max_bytes,
             ..TopicDefaults::default()
         };
+        config.groups = self.groups.group_config();
         config
     }
 }

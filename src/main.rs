@@ -2,6 +2,7 @@
 
 mod admin_http;
 mod cli;
+mod group_flags;
 
 use anyhow::{bail, Context};
 use clap::Parser;

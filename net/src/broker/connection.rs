@@ -14,6 +14,7 @@
 //! frame is read only once earlier requests have released enough of that budget.
 
 use std::os::fd::AsRawFd;
+use std::net::SocketAddr;
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
@@ -61,7 +62,7 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
     })
     .detach();
 
-    if let Err(reason) = read_requests(&shard, &mut reader, &queue).await {
+    if let Err(reason) = read_requests(&shard, &mut reader, &queue, peer).await {
         tracing::debug!(?peer, reason, "closing connection");
         shard.metrics.request_error();
     }
@@ -75,6 +76,7 @@ async fn read_requests<R: AsyncRead + Unpin>(
     shard: &Rc<Shard>,
     reader: &mut R,
     queue: &async_channel::Sender<Pending>,
+    peer: Option<SocketAddr>,
 ) -> Result<(), &'static str> {
     let budget = Rc::new(Semaphore::new(shard.config.max_request_bytes as u64));
     loop {

@@ -17,7 +17,7 @@ pub async fn handle(shard: &Rc<Shard>, request: DeleteGroupsRequest) -> DeleteGr
             ErrorCode::InvalidGroupId
         } else {
             let id = group_id.clone();
-            on_coordinator(shard, &group_id, move |shard| async move {
+            on_coordinator(shard, &group_id.clone(), move |shard| async move {
                 shard.groups.delete(&id).await
             })
             .await

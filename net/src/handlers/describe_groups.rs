@@ -18,7 +18,7 @@ pub async fn handle(
     let mut groups = Vec::with_capacity(request.groups.len());
     for group_id in request.groups {
         let id = group_id.clone();
-        let described = on_coordinator(shard, &group_id, move |shard| async move {
+        let described = on_coordinator(shard, &group_id.clone(), move |shard| async move {
             match shard.groups.find(&id).await {
                 Ok(Some(group)) => group.describe_classic(),
                 Ok(None) => None,

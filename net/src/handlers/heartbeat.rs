@@ -15,7 +15,7 @@ pub async fn handle(shard: &Rc<Shard>, request: HeartbeatRequest) -> HeartbeatRe
     let error = if group_id.is_empty() {
         ErrorCode::InvalidGroupId
     } else {
-        on_coordinator(shard, &group_id, move |shard| async move {
+        on_coordinator(shard, &group_id.clone(), move |shard| async move {
             let group = match shard.groups.find(&request.group_id).await {
                 Ok(Some(group)) => group,
                 Ok(None) => return ErrorCode::UnknownMemberId,
@@ -28,7 +28,6 @@ pub async fn handle(shard: &Rc<Shard>, request: HeartbeatRequest) -> HeartbeatRe
                     request.generation_id,
                     monotonic_ms(),
                 ),
-                GroupState::Consumer(_) => ErrorCode::UnknownMemberId,
             };
             error
         })

@@ -44,7 +44,7 @@ pub async fn handle(
         require_known_member_id: version >= 4,
     };
     let member_id = join.member_id.clone();
-    let result = on_coordinator(shard, &group_id, move |shard| async move {
+    let result = on_coordinator(shard, &group_id.clone(), move |shard| async move {
         join_on_coordinator(&shard, &group_id, join).await
     })
     .await
@@ -61,9 +61,6 @@ async fn join_on_coordinator(shard: &Shard, group_id: &str, join: JoinRequest) -
     let reply = match &mut *group.state.borrow_mut() {
         GroupState::Classic(classic) => {
             classic.join(join, &shard.groups.config.classic, monotonic_ms())
-        }
-        GroupState::Consumer(_) => {
-            Reply::Now(JoinResult::error(ErrorCode::InconsistentGroupProtocol, &member_id))
         }
     };
     group.persist_if_changed().await;

@@ -33,7 +33,7 @@ pub async fn handle(shard: &Rc<Shard>, request: LeaveGroupRequest, version: i16)
         (ErrorCode::InvalidGroupId, Vec::new())
     } else {
         let members = leaving.clone();
-        on_coordinator(shard, &group_id, move |shard| async move {
+        on_coordinator(shard, &group_id.clone(), move |shard| async move {
             leave_on_coordinator(&shard, &group_id, &members).await
         })
         .await
@@ -83,7 +83,6 @@ async fn leave_on_coordinator(
         GroupState::Classic(classic) => {
             classic.leave(members, &shard.groups.config.classic, monotonic_ms())
         }
-        GroupState::Consumer(_) => (ErrorCode::UnknownMemberId, Vec::new()),
     };
     group.persist_if_changed().await;
     result

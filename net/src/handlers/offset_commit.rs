@@ -6,6 +6,7 @@ use crate::broker::shard::Shard;
 use crate::groups::offsets::{self, Committer, OffsetToCommit};
 use crate::handlers::group_hop::on_coordinator;
 use crate::handlers::now_ms;
+use crate::protocol::ErrorCode;
 use crate::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
@@ -38,7 +39,7 @@ pub async fn handle(
         .collect();
     let group_id = request.group_id.clone();
     let count = to_commit.len();
-    let errors = on_coordinator(shard, &group_id, move |shard| async move {
+    let errors = on_coordinator(shard, &group_id.clone(), move |shard| async move {
         let view = shard.view.load();
         offsets::commit(&shard.groups, &view, &group_id, committer, to_commit, now_ms()).await
     })
@@ -55,7 +56,7 @@ pub async fn handle(
                 .iter()
                 .map(|p| OffsetCommitResponsePartition {
                     partition_index: p.partition_index,
-                    error_code: errors.next().unwrap_or_default().code(),
+                    error_code: errors.next().unwrap_or(ErrorCode::UnknownServerError).code(),
                 })
                 .collect(),
             ..Default::default()

@@ -22,7 +22,7 @@ pub async fn handle(shard: &Rc<Shard>, request: OffsetDeleteRequest) -> OffsetDe
     let result = if group_id.is_empty() {
         Err(ErrorCode::InvalidGroupId)
     } else {
-        on_coordinator(shard, &group_id, move |shard| async move {
+        on_coordinator(shard, &group_id.clone(), move |shard| async move {
             offsets::delete(&shard.groups, &group_id, topics).await
         })
         .await

@@ -114,7 +114,7 @@ async fn fetch_group(shard: &Rc<Shard>, query: GroupQuery) -> Result<FetchedOffs
         return Err(ErrorCode::InvalidGroupId);
     }
     let group_id = query.group_id.clone();
-    on_coordinator(shard, &group_id, move |shard| async move {
+    on_coordinator(shard, &group_id.clone(), move |shard| async move {
         offsets::fetch(&shard.groups, &query.group_id, query.member, query.topics).await
     })
     .await?

@@ -28,7 +28,7 @@ pub async fn handle(shard: &Rc<Shard>, request: SyncGroupRequest) -> SyncGroupRe
     let result = if group_id.is_empty() {
         SyncResult::error(ErrorCode::InvalidGroupId)
     } else {
-        on_coordinator(shard, &group_id, move |shard| async move {
+        on_coordinator(shard, &group_id.clone(), move |shard| async move {
             sync_on_coordinator(&shard, &group_id, sync).await
         })
         .await
@@ -51,7 +51,6 @@ async fn sync_on_coordinator(shard: &Shard, group_id: &str, sync: SyncRequest) -
     };
     let reply = match &mut *group.state.borrow_mut() {
         GroupState::Classic(classic) => classic.sync(sync, monotonic_ms()),
-        GroupState::Consumer(_) => Reply::Now(SyncResult::error(ErrorCode::UnknownMemberId)),
     };
     group.persist_if_changed().await;
     match reply {
