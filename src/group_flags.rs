@@ -9,23 +9,43 @@ use kaas_net::groups::config::GroupConfig;
 pub struct GroupFlags {
     /// How long a new group waits for more members before its first rebalance
     /// (`group.initial.rebalance.delay.ms`).
-    #[arg(long, env = "KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS", default_value_t = 3_000)]
+    #[arg(
+        long,
+        env = "KAAS_GROUP_INITIAL_REBALANCE_DELAY_MS",
+        default_value_t = 3_000
+    )]
     pub group_initial_rebalance_delay_ms: i32,
     /// Smallest session timeout a classic member may ask for (`group.min.session.timeout.ms`).
-    #[arg(long, env = "KAAS_GROUP_MIN_SESSION_TIMEOUT_MS", default_value_t = 6_000)]
+    #[arg(
+        long,
+        env = "KAAS_GROUP_MIN_SESSION_TIMEOUT_MS",
+        default_value_t = 6_000
+    )]
     pub group_min_session_timeout_ms: i32,
     /// Largest session timeout a classic member may ask for (`group.max.session.timeout.ms`).
-    #[arg(long, env = "KAAS_GROUP_MAX_SESSION_TIMEOUT_MS", default_value_t = 1_800_000)]
+    #[arg(
+        long,
+        env = "KAAS_GROUP_MAX_SESSION_TIMEOUT_MS",
+        default_value_t = 1_800_000
+    )]
     pub group_max_session_timeout_ms: i32,
     /// Most members in one group (`group.max.size`).
     #[arg(long, env = "KAAS_GROUP_MAX_SIZE", default_value_t = i32::MAX as usize)]
     pub group_max_size: usize,
     /// Session timeout of KIP-848 consumer group members (`group.consumer.session.timeout.ms`).
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_SESSION_TIMEOUT_MS", default_value_t = 45_000)]
+    #[arg(
+        long,
+        env = "KAAS_GROUP_CONSUMER_SESSION_TIMEOUT_MS",
+        default_value_t = 45_000
+    )]
     pub group_consumer_session_timeout_ms: i32,
     /// Heartbeat interval of KIP-848 consumer group members
     /// (`group.consumer.heartbeat.interval.ms`).
-    #[arg(long, env = "KAAS_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS", default_value_t = 5_000)]
+    #[arg(
+        long,
+        env = "KAAS_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS",
+        default_value_t = 5_000
+    )]
     pub group_consumer_heartbeat_interval_ms: i32,
     /// Largest metadata string an offset commit may carry (`offset.metadata.max.bytes`).
     #[arg(long, env = "KAAS_OFFSET_METADATA_MAX_BYTES", default_value_t = 4_096)]

@@ -13,8 +13,8 @@
 //! and the request bytes in flight on one connection never exceed `max_request_bytes`: a
 //! frame is read only once earlier requests have released enough of that budget.
 
-use std::os::fd::AsRawFd;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};

@@ -90,7 +90,9 @@ pub async fn handle(
         Request::OffsetFetch(r) => {
             Response::OffsetFetch(handlers::offset_fetch::handle(shard, r, version).await)
         }
-        Request::ListGroups(r) => Response::ListGroups(handlers::list_groups::handle(shard, r).await),
+        Request::ListGroups(r) => {
+            Response::ListGroups(handlers::list_groups::handle(shard, r).await)
+        }
         Request::DescribeGroups(r) => {
             Response::DescribeGroups(handlers::describe_groups::handle(shard, r, version).await)
         }

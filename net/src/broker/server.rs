@@ -24,8 +24,8 @@ use crate::broker::producer_ids::ProducerIdAllocator;
 use crate::broker::router::{Inbox, Router};
 use crate::broker::shard::Shard;
 use crate::broker::topic_admin::{build_view, TopicAdmin};
-use crate::groups::coordinator::GroupCoordinator;
 use crate::broker::topic_store::{self, TopicsFile};
+use crate::groups::coordinator::GroupCoordinator;
 
 /// How often each shard runs log maintenance (age rolls, retention, checkpoints).
 const MAINTENANCE_INTERVAL: Duration = Duration::from_secs(1);

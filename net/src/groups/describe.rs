@@ -32,8 +32,16 @@ impl Group {
                 group_instance_id: m.group_instance_id.clone(),
                 client_id: m.client_id.clone(),
                 client_host: m.client_host.clone(),
-                member_metadata: if stable { m.metadata(&protocol) } else { Default::default() },
-                member_assignment: if stable { m.assignment.clone() } else { Default::default() },
+                member_metadata: if stable {
+                    m.metadata(&protocol)
+                } else {
+                    Default::default()
+                },
+                member_assignment: if stable {
+                    m.assignment.clone()
+                } else {
+                    Default::default()
+                },
             })
             .collect();
         Some(DescribedGroup {

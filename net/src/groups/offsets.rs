@@ -5,9 +5,9 @@
 use kaas_engine::group_store::{CommittedOffset, GroupChange};
 
 use crate::broker::cluster_view::ClusterView;
+use crate::groups::classic::ClassicState;
 use crate::groups::coordinator::GroupCoordinator;
 use crate::groups::group::GroupState;
-use crate::groups::classic::ClassicState;
 use crate::protocol::ErrorCode;
 
 /// Who commits: a member of the group, or a tool (generation -1, no member id).
@@ -197,8 +197,11 @@ pub async fn delete(
             classic.subscribed_topics()
         }
     };
-    let is_subscribed =
-        |topic: &str| subscribed.as_ref().is_none_or(|topics| topics.iter().any(|t| t == topic));
+    let is_subscribed = |topic: &str| {
+        subscribed
+            .as_ref()
+            .is_none_or(|topics| topics.iter().any(|t| t == topic))
+    };
     let mut results = Vec::with_capacity(topics.len());
     let mut changes = Vec::new();
     for (topic, partitions) in topics {
@@ -208,10 +211,14 @@ pub async fn delete(
             ErrorCode::None
         };
         if error == ErrorCode::None {
-            changes.extend(partitions.iter().map(|&partition| GroupChange::DeleteOffset {
-                topic: topic.clone(),
-                partition,
-            }));
+            changes.extend(
+                partitions
+                    .iter()
+                    .map(|&partition| GroupChange::DeleteOffset {
+                        topic: topic.clone(),
+                        partition,
+                    }),
+            );
         }
         results.push((topic, partitions.into_iter().map(|p| (p, error)).collect()));
     }

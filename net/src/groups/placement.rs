@@ -23,8 +23,9 @@ mod tests {
                 assert_eq!(shard, coordinator_shard(id, shards));
             }
         }
-        let spread: std::collections::HashSet<usize> =
-            (0..64).map(|i| coordinator_shard(&format!("g{i}"), 4)).collect();
+        let spread: std::collections::HashSet<usize> = (0..64)
+            .map(|i| coordinator_shard(&format!("g{i}"), 4))
+            .collect();
         assert_eq!(spread.len(), 4);
     }
 }

@@ -11,7 +11,11 @@ const GROUP_KEY: i8 = 0;
 const TRANSACTION_KEY: i8 = 1;
 
 /// Answers FindCoordinator at `version` (v4+ carries a batch of keys).
-pub fn handle(shard: &Shard, request: FindCoordinatorRequest, version: i16) -> FindCoordinatorResponse {
+pub fn handle(
+    shard: &Shard,
+    request: FindCoordinatorRequest,
+    version: i16,
+) -> FindCoordinatorResponse {
     let keys = if version >= 4 {
         request.coordinator_keys
     } else {
@@ -33,8 +37,16 @@ pub fn handle(shard: &Shard, request: FindCoordinatorRequest, version: i16) -> F
             Coordinator {
                 key,
                 node_id: if found { shard.config.node_id } else { -1 },
-                host: if found { shard.config.advertised_host.clone() } else { String::new() },
-                port: if found { shard.config.advertised_port } else { -1 },
+                host: if found {
+                    shard.config.advertised_host.clone()
+                } else {
+                    String::new()
+                },
+                port: if found {
+                    shard.config.advertised_port
+                } else {
+                    -1
+                },
                 error_code: error.code(),
                 error_message: (!found).then(|| message.to_string()),
             }

@@ -22,7 +22,10 @@ pub async fn handle(
 ) -> JoinGroupResponse {
     let group_id = request.group_id.clone();
     if group_id.is_empty() {
-        return response(JoinResult::error(ErrorCode::InvalidGroupId, &request.member_id), version);
+        return response(
+            JoinResult::error(ErrorCode::InvalidGroupId, &request.member_id),
+            version,
+        );
     }
     let join = JoinRequest {
         member_id: request.member_id,
@@ -69,7 +72,9 @@ async fn join_on_coordinator(shard: &Shard, group_id: &str, join: JoinRequest) -
         Reply::Later(pending) => {
             let result = pending.await;
             group.persist_if_changed().await;
-            result.unwrap_or_else(|_| JoinResult::error(ErrorCode::CoordinatorNotAvailable, &member_id))
+            result.unwrap_or_else(|_| {
+                JoinResult::error(ErrorCode::CoordinatorNotAvailable, &member_id)
+            })
         }
     }
 }

@@ -8,11 +8,17 @@ use crate::groups::classic::LeavingMember;
 use crate::groups::clock::monotonic_ms;
 use crate::groups::group::GroupState;
 use crate::handlers::group_hop::on_coordinator;
-use crate::protocol::messages::leave_group::{LeaveGroupRequest, LeaveGroupResponse, MemberResponse};
+use crate::protocol::messages::leave_group::{
+    LeaveGroupRequest, LeaveGroupResponse, MemberResponse,
+};
 use crate::protocol::ErrorCode;
 
 /// Answers LeaveGroup at `version`.
-pub async fn handle(shard: &Rc<Shard>, request: LeaveGroupRequest, version: i16) -> LeaveGroupResponse {
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: LeaveGroupRequest,
+    version: i16,
+) -> LeaveGroupResponse {
     let leaving: Vec<LeavingMember> = if version >= 3 {
         request
             .members

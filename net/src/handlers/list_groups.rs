@@ -44,7 +44,8 @@ pub async fn handle(shard: &Rc<Shard>, request: ListGroupsRequest) -> ListGroups
         filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(value))
     };
     groups.retain(|g| {
-        wanted(&request.states_filter, &g.group_state) && wanted(&request.types_filter, &g.group_type)
+        wanted(&request.states_filter, &g.group_state)
+            && wanted(&request.types_filter, &g.group_type)
     });
     groups.sort_by(|a, b| a.group_id.cmp(&b.group_id));
     ListGroupsResponse {

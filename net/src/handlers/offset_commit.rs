@@ -6,11 +6,11 @@ use crate::broker::shard::Shard;
 use crate::groups::offsets::{self, Committer, OffsetToCommit};
 use crate::handlers::group_hop::on_coordinator;
 use crate::handlers::now_ms;
-use crate::protocol::ErrorCode;
 use crate::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 };
+use crate::protocol::ErrorCode;
 
 /// Answers OffsetCommit at `version`.
 pub async fn handle(
@@ -41,7 +41,15 @@ pub async fn handle(
     let count = to_commit.len();
     let errors = on_coordinator(shard, &group_id.clone(), move |shard| async move {
         let view = shard.view.load();
-        offsets::commit(&shard.groups, &view, &group_id, committer, to_commit, now_ms()).await
+        offsets::commit(
+            &shard.groups,
+            &view,
+            &group_id,
+            committer,
+            to_commit,
+            now_ms(),
+        )
+        .await
     })
     .await
     .unwrap_or_else(|error| vec![error; count]);
@@ -56,7 +64,10 @@ pub async fn handle(
                 .iter()
                 .map(|p| OffsetCommitResponsePartition {
                     partition_index: p.partition_index,
-                    error_code: errors.next().unwrap_or(ErrorCode::UnknownServerError).code(),
+                    error_code: errors
+                        .next()
+                        .unwrap_or(ErrorCode::UnknownServerError)
+                        .code(),
                 })
                 .collect(),
             ..Default::default()

@@ -17,7 +17,15 @@ pub async fn handle(shard: &Rc<Shard>, request: OffsetDeleteRequest) -> OffsetDe
     let topics: Vec<(String, Vec<i32>)> = request
         .topics
         .into_iter()
-        .map(|t| (t.name, t.partitions.into_iter().map(|p| p.partition_index).collect()))
+        .map(|t| {
+            (
+                t.name,
+                t.partitions
+                    .into_iter()
+                    .map(|p| p.partition_index)
+                    .collect(),
+            )
+        })
         .collect();
     let result = if group_id.is_empty() {
         Err(ErrorCode::InvalidGroupId)

@@ -22,7 +22,11 @@ struct GroupQuery {
 }
 
 /// Answers OffsetFetch at `version`.
-pub async fn handle(shard: &Rc<Shard>, request: OffsetFetchRequest, version: i16) -> OffsetFetchResponse {
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: OffsetFetchRequest,
+    version: i16,
+) -> OffsetFetchResponse {
     if version < 8 {
         let query = GroupQuery {
             group_id: request.group_id,

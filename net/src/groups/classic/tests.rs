@@ -104,8 +104,14 @@ fn stable_pair(config: &ClassicGroupConfig) -> (ClassicGroup, String, String) {
         (b.clone(), Bytes::from_static(b"for-b")),
     ];
     let mut a_sync = later(sync(&mut group, &a, 2, assignments, 50));
-    assert_eq!(ready(&mut a_sync).expect("answered").assignment, &b"for-a"[..]);
-    assert_eq!(ready(&mut b_sync).expect("answered").assignment, &b"for-b"[..]);
+    assert_eq!(
+        ready(&mut a_sync).expect("answered").assignment,
+        &b"for-a"[..]
+    );
+    assert_eq!(
+        ready(&mut b_sync).expect("answered").assignment,
+        &b"for-b"[..]
+    );
     assert_eq!(group.state(), ClassicState::Stable);
     assert!(group.take_dirty());
     (group, a, b)
