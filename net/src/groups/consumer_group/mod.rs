@@ -32,7 +32,7 @@ pub use assignor::{RANGE, SUPPORTED as SUPPORTED_ASSIGNORS, UNIFORM};
 pub use group::{ConsumerGroup, ConsumerGroupState};
 pub use heartbeat::{Heartbeat, HeartbeatResult};
 pub use member::{
-    Assignment, MemberState, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment, Member, MemberState, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 pub use state_codec::StateDecodeError;
 pub use topics::TopicSnapshot;
