@@ -1,0 +1,119 @@
+//! Reconciliation of one member towards its target assignment (Kafka's
+//! `CurrentAssignmentBuilder`).
+//!
+//! A member never gains a partition another member still owns, and it only moves to a new
+//! epoch once it has revoked what it must give up: this is what keeps a partition from being
+//! consumed by two members at once.
+
+use std::collections::BTreeSet;
+
+use super::member::{Assignment, Member, MemberState};
+use crate::protocol::Uuid;
+
+/// What the reconciliation needs besides the member.
+pub struct ReconcileInput<'a, F: Fn(Uuid, i32) -> bool> {
+    /// Epoch of the target assignment.
+    pub target_epoch: i32,
+    /// The member's target assignment.
+    pub target: &'a Assignment,
+    /// Topic ids the member subscribes to and that exist; other topics are revoked.
+    pub subscribed_topic_ids: &'a BTreeSet<Uuid>,
+    /// Partitions the member reported owning in this heartbeat (`None` when not sent).
+    pub owned: Option<&'a Assignment>,
+    /// Whether a partition is owned by another member.
+    pub owned_by_other: F,
+}
+
+/// The member's next state, or an unchanged copy when it cannot progress yet.
+pub fn reconcile<F: Fn(Uuid, i32) -> bool>(
+    member: &Member,
+    input: &ReconcileInput<'_, F>,
+) -> Member {
+    match member.state {
+        MemberState::Stable if member.member_epoch == input.target_epoch => member.clone(),
+        MemberState::UnrevokedPartitions if owns_any(input.owned, &member.pending_revocation) => {
+            member.clone()
+        }
+        _ => compute_next(member, input),
+    }
+}
+
+/// Whether the reported owned partitions still hold any of `revoking`; a heartbeat that
+/// does not report owned partitions proves nothing.
+fn owns_any(owned: Option<&Assignment>, revoking: &Assignment) -> bool {
+    let Some(owned) = owned else {
+        return true;
+    };
+    owned.iter().any(|(topic, partitions)| {
+        revoking
+            .get(topic)
+            .is_some_and(|revoked| !revoked.is_disjoint(partitions))
+    })
+}
+
+fn compute_next<F: Fn(Uuid, i32) -> bool>(
+    member: &Member,
+    input: &ReconcileInput<'_, F>,
+) -> Member {
+    let mut assigned = Assignment::new();
+    let mut revoking = Assignment::new();
+    let mut pending_assignment = Assignment::new();
+    let mut has_unreleased = false;
+
+    let topics: BTreeSet<Uuid> = input
+        .target
+        .keys()
+        .chain(member.assigned.keys())
+        .copied()
+        .collect();
+    let empty = BTreeSet::new();
+    for topic in topics {
+        let target = if input.subscribed_topic_ids.contains(&topic) {
+            input.target.get(&topic).unwrap_or(&empty)
+        } else {
+            &empty
+        };
+        let current = member.assigned.get(&topic).unwrap_or(&empty);
+        let kept: BTreeSet<i32> = current.intersection(target).copied().collect();
+        let revoked: BTreeSet<i32> = current.difference(&kept).copied().collect();
+        let own_pending = member.pending_revocation.get(&topic);
+        let mut to_assign = BTreeSet::new();
+        for &partition in target.difference(&kept) {
+            let pending_here = own_pending.is_some_and(|p| p.contains(&partition));
+            if (input.owned_by_other)(topic, partition) && !pending_here {
+                has_unreleased = true;
+            } else {
+                to_assign.insert(partition);
+            }
+        }
+        if !kept.is_empty() {
+            assigned.insert(topic, kept);
+        }
+        if !revoked.is_empty() {
+            revoking.insert(topic, revoked);
+        }
+        if !to_assign.is_empty() {
+            pending_assignment.insert(topic, to_assign);
+        }
+    }
+
+    let mut next = member.clone();
+    if !revoking.is_empty() && owns_any(input.owned, &revoking) {
+        next.state = MemberState::UnrevokedPartitions;
+        next.assigned = assigned;
+        next.pending_revocation = revoking;
+        return next;
+    }
+    for (topic, partitions) in pending_assignment {
+        assigned.entry(topic).or_default().extend(partitions);
+    }
+    next.state = if has_unreleased {
+        MemberState::UnreleasedPartitions
+    } else {
+        MemberState::Stable
+    };
+    next.update_epoch(input.target_epoch);
+    next.assigned = assigned;
+    next.pending_revocation = Assignment::new();
+    next
+}
