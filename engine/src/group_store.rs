@@ -17,6 +17,7 @@
 //! the in-memory view, in the order they were queued, and the callers answered. A failed
 //! write or fsync poisons the store: nothing is retried and every later call fails until
 //! the store is opened again.
+//! So does a flush whose future is dropped midway (what reached the file is then unknown).
 //!
 //! The file is created by writing its header to a temporary file, fsyncing it, renaming it
 //! into place and fsyncing the directory, so it never exists without a complete header.
@@ -435,24 +436,26 @@ impl GroupStore {
         let _ = receiver.await;
     }
 
-    fn end_flush(&self) {
-        self.shared.flush_running.set(false);
-        for waiter in self.shared.flush_waiters.take() {
-            let _ = waiter.send(());
+    /// Takes the flush slot; it is given back when the returned guard goes.
+    fn take_flush_slot(&self) -> FlushSlot<'_> {
+        self.shared.flush_running.set(true);
+        FlushSlot {
+            store: self,
+            finished: false,
         }
     }
 
-    fn poison(&self, error: &EngineError) {
+    fn poison(&self, reason: String) {
         let mut state = self.shared.state.borrow_mut();
         if state.poisoned.is_none() {
-            tracing::error!(group = self.shared.group_id, %error, "group store poisoned");
-            state.poisoned = Some(error.to_string());
+            tracing::error!(group = self.shared.group_id, %reason, "group store poisoned");
+            state.poisoned = Some(reason);
         }
     }
 
     /// Writes and syncs every queued record, then applies their changes to the view.
     async fn flush_once(&self) {
-        self.shared.flush_running.set(true);
+        let mut slot = self.take_flush_slot();
         let (file, bytes, changes, position, upto) = {
             let mut state = self.shared.state.borrow_mut();
             (
@@ -464,7 +467,7 @@ impl GroupStore {
             )
         };
         let Some(file) = file else {
-            self.end_flush();
+            slot.finished = true;
             return;
         };
         let len = bytes.len() as u64;
@@ -490,16 +493,16 @@ impl GroupStore {
                 };
                 if compact {
                     if let Err(error) = self.compact().await {
-                        self.poison(&error);
+                        self.poison(error.to_string());
                     }
                 }
             }
             Err(e) => {
                 let error = EngineError::io(format!("writing {}", self.shared.path.display()), e);
-                self.poison(&error);
+                self.poison(error.to_string());
             }
         }
-        self.end_flush();
+        slot.finished = true;
     }
 
     /// Replaces the file with one holding only the live state. Runs in the flush slot.
@@ -538,7 +541,7 @@ impl GroupStore {
         while self.shared.flush_running.get() {
             self.wait_for_flush().await;
         }
-        self.shared.flush_running.set(true);
+        let mut slot = self.take_flush_slot();
         {
             let mut state = self.shared.state.borrow_mut();
             state.deleted = true;
@@ -553,7 +556,28 @@ impl GroupStore {
             storage.sync_dir(Path::new(GROUPS_DIR)).await
         }
         .await;
-        self.end_flush();
+        slot.finished = true;
         removed
+    }
+}
+
+/// The flush slot held by a flush, a compaction or the deletion. Dropping it gives the slot
+/// back and wakes the waiters; dropped before `finished` (the holder's future was cancelled
+/// in the middle of a write), it poisons the store, since what reached the file is unknown.
+struct FlushSlot<'a> {
+    store: &'a GroupStore,
+    finished: bool,
+}
+
+impl Drop for FlushSlot<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.store
+                .poison("a flush was cancelled before it finished".to_owned());
+        }
+        self.store.shared.flush_running.set(false);
+        for waiter in self.store.shared.flush_waiters.take() {
+            let _ = waiter.send(());
+        }
     }
 }

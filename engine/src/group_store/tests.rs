@@ -561,3 +561,44 @@ fn live_bytes_match_the_encoding() {
     let expected: usize = view.snapshot_changes().iter().map(record::change_len).sum();
     assert_eq!(view.live_bytes(), expected);
 }
+
+#[test]
+fn a_flush_cancelled_midway_poisons_the_store() {
+    run(|| async {
+        let (_dir, storage) = scratch_disk().await;
+        let store = GroupStore::open(&storage, "g").await.expect("open");
+        store.apply(vec![commit("t", 0, 1)]).await.expect("apply");
+        let mut cancelled = false;
+        let mut last_acked = 1;
+        for _ in 0..50 {
+            let done = Rc::new(Cell::new(false));
+            let task = {
+                let store = store.clone();
+                let done = done.clone();
+                glommio::spawn_local(async move {
+                    let result = store.apply(vec![commit("t", 0, 2)]).await;
+                    done.set(true);
+                    result
+                })
+            };
+            if until_flushing(&store, &done).await && !done.get() {
+                assert!(task.cancel().await.is_none());
+                cancelled = true;
+                break;
+            }
+            task.await.expect("apply");
+            last_acked = 2;
+        }
+        assert!(cancelled, "never caught a flush in progress");
+        assert!(store.is_poisoned());
+        assert!(
+            !store.shared.flush_running.get(),
+            "the flush slot was given back"
+        );
+        assert!(matches!(
+            store.apply(vec![commit("t", 0, 3)]).await,
+            Err(EngineError::Poisoned(_))
+        ));
+        assert_eq!(store.offset("t", 0), Some(committed(last_acked)));
+    });
+}

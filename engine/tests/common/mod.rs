@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod tmpfs;
+
 use std::future::Future;
 use std::path::{Path, PathBuf};
 
