@@ -102,8 +102,19 @@ pub async fn handle(
         Request::OffsetDelete(r) => {
             Response::OffsetDelete(handlers::offset_delete::handle(shard, r).await)
         }
-        // Not advertised: the connection closes before reaching here.
-        _ => return None,
+        Request::ConsumerGroupHeartbeat(r) => Response::ConsumerGroupHeartbeat(
+            handlers::consumer_group_heartbeat::handle(
+                shard,
+                r,
+                version,
+                client_id(),
+                client_host(),
+            )
+            .await,
+        ),
+        Request::ConsumerGroupDescribe(r) => Response::ConsumerGroupDescribe(
+            handlers::consumer_group_describe::handle(shard, r).await,
+        ),
     };
     Some(response.encode_frame(header.correlation_id, version))
 }

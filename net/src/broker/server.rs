@@ -208,6 +208,7 @@ async fn run_shard(start: ShardStart) {
         config.shards,
         storage.clone(),
         config.groups.clone(),
+        view.clone(),
     ));
     let shard = Rc::new(Shard {
         index,

@@ -1,6 +1,7 @@
 //! Group coordinator settings (Kafka's `group.*` and `offset.*` broker settings).
 
 use crate::groups::classic::ClassicGroupConfig;
+use crate::groups::consumer_group::ConsumerGroupConfig;
 
 /// How the coordinator runs groups.
 #[derive(Debug, Clone)]
@@ -25,6 +26,18 @@ impl Default for GroupConfig {
             consumer_session_timeout_ms: 45_000,
             consumer_heartbeat_interval_ms: 5_000,
             consumer_max_size: usize::MAX,
+        }
+    }
+}
+
+impl GroupConfig {
+    /// Settings of KIP-848 consumer groups.
+    pub fn consumer(&self) -> ConsumerGroupConfig {
+        ConsumerGroupConfig {
+            session_timeout_ms: self.consumer_session_timeout_ms,
+            heartbeat_interval_ms: self.consumer_heartbeat_interval_ms,
+            max_size: self.consumer_max_size,
+            ..ConsumerGroupConfig::default()
         }
     }
 }

@@ -14,9 +14,10 @@ use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use kaas_engine::group_store::GroupStore;
 use kaas_engine::Storage;
 
+use crate::broker::cluster_view::{ClusterView, ViewHandle};
 use crate::groups::clock::monotonic_ms;
 use crate::groups::config::GroupConfig;
-use crate::groups::group::{Group, GroupState};
+use crate::groups::group::{topic_snapshot, Group, GroupState};
 use crate::groups::placement::coordinator_shard;
 use crate::protocol::ErrorCode;
 
@@ -39,12 +40,20 @@ pub struct GroupCoordinator {
     pub config: GroupConfig,
     groups: RefCell<HashMap<String, Slot>>,
     loaded: Cell<bool>,
+    view: std::sync::Arc<ViewHandle>,
 }
 
 impl GroupCoordinator {
     /// The coordinator of shard `shard` out of `shards`.
-    pub fn new(shard: usize, shards: usize, storage: Storage, config: GroupConfig) -> Self {
+    pub fn new(
+        shard: usize,
+        shards: usize,
+        storage: Storage,
+        config: GroupConfig,
+        view: std::sync::Arc<ViewHandle>,
+    ) -> Self {
         GroupCoordinator {
+            view,
             shard,
             shards,
             storage,
@@ -112,12 +121,13 @@ impl GroupCoordinator {
                 Some(Slot::Opening(opening)) => opening.clone(),
                 None => {
                     let storage = self.storage.clone();
+                    let config = self.config.clone();
                     let id = group_id.to_string();
                     let opening: Opening = async move {
                         let store = GroupStore::open(&storage, &id)
                             .await
                             .map_err(|e| e.to_string())?;
-                        Ok(Rc::new(Group::from_store(store, monotonic_ms())))
+                        Ok(Rc::new(Group::from_store(store, &config, monotonic_ms())))
                     }
                     .boxed_local()
                     .shared();
@@ -172,8 +182,8 @@ impl GroupCoordinator {
     }
 
     async fn drop_group(&self, group: &Rc<Group>) -> ErrorCode {
-        match &mut *group.state.borrow_mut() {
-            GroupState::Classic(classic) => classic.mark_dead(),
+        if let GroupState::Classic(classic) = &mut *group.state.borrow_mut() {
+            classic.mark_dead();
         }
         {
             let mut groups = self.groups.borrow_mut();
@@ -204,7 +214,9 @@ impl GroupCoordinator {
     }
 
     /// Runs every group's deadlines; groups with neither members nor offsets are removed.
-    pub async fn tick(&self, now_ms: i64) {
+    pub async fn tick(&self, now_ms: i64, view: &ClusterView) {
+        let consumer_config = self.config.consumer();
+        let mut topics = None;
         for group in self.groups() {
             let due = {
                 let mut state = group.state.borrow_mut();
@@ -213,6 +225,16 @@ impl GroupCoordinator {
                         let due = classic.next_deadline().is_some_and(|at| at <= now_ms);
                         if due {
                             classic.tick(&self.config.classic, now_ms);
+                        }
+                        due
+                    }
+                    GroupState::Consumer(consumer) => {
+                        let due = consumer.next_deadline().is_some_and(|at| at <= now_ms);
+                        if due {
+                            let topics = topics.get_or_insert_with(|| topic_snapshot(view));
+                            if consumer.expire(topics, &consumer_config, now_ms) {
+                                group.mark_consumer_changed();
+                            }
                         }
                         due
                     }
@@ -234,7 +256,8 @@ impl GroupCoordinator {
             loop {
                 glommio::timer::sleep(TICK).await;
                 let Some(this) = this.upgrade() else { return };
-                this.tick(monotonic_ms()).await;
+                let view = this.view.load();
+                this.tick(monotonic_ms(), &view).await;
             }
         })
         .detach()

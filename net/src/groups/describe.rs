@@ -16,13 +16,21 @@ impl Group {
                 group_state: classic.state().as_str().to_string(),
                 group_type: "classic".into(),
             },
+            GroupState::Consumer(consumer) => ListedGroup {
+                group_id: self.id.clone(),
+                protocol_type: "consumer".into(),
+                group_state: consumer.state().as_str().to_string(),
+                group_type: "consumer".into(),
+            },
         }
     }
 
     /// The DescribeGroups entry of a classic group; `None` for other groups.
     pub fn describe_classic(&self) -> Option<DescribedGroup> {
         let state = self.state.borrow();
-        let GroupState::Classic(classic) = &*state;
+        let GroupState::Classic(classic) = &*state else {
+            return None;
+        };
         let stable = classic.state() == ClassicState::Stable;
         let protocol = classic.protocol_name().unwrap_or_default().to_string();
         let members = classic

@@ -1,18 +1,31 @@
 //! One group as the coordinator holds it: its protocol state and its durable store.
+//!
+//! The store's metadata blob starts with one byte naming the protocol, followed by that
+//! protocol's own persisted form: `1` = classic ([`ClassicGroup::encode`]), `2` = KIP-848
+//! consumer group ([`ConsumerGroup::encode`]). An unreadable blob is logged and ignored:
+//! the group's offsets stay, its members rejoin.
 
 use std::cell::{Cell, RefCell};
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use kaas_engine::group_store::{GroupChange, GroupStore};
 
+use crate::broker::cluster_view::ClusterView;
 use crate::groups::classic::ClassicGroup;
+use crate::groups::config::GroupConfig;
+use crate::groups::consumer_group::{ConsumerGroup, TopicSnapshot};
 use crate::protocol::ErrorCode;
+
+const CLASSIC_TAG: u8 = 1;
+const CONSUMER_TAG: u8 = 2;
 
 /// The protocol a group runs.
 #[derive(Debug)]
 pub enum GroupState {
     /// Classic protocol (JoinGroup/SyncGroup), or a group that only stores offsets.
     Classic(ClassicGroup),
+    /// KIP-848 consumer group protocol (ConsumerGroupHeartbeat).
+    Consumer(ConsumerGroup),
 }
 
 /// A group: protocol state plus its committed offsets and persisted metadata.
@@ -23,6 +36,8 @@ pub struct Group {
     pub store: GroupStore,
     /// Protocol state; never borrowed across an await.
     pub state: RefCell<GroupState>,
+    /// A consumer group's state changed and is not persisted yet.
+    consumer_changed: Cell<bool>,
     /// Requests working on the group's store right now (it is not dropped meanwhile).
     busy: Cell<u32>,
 }
@@ -36,25 +51,47 @@ impl Drop for BusyGuard<'_> {
     }
 }
 
+/// The topics of a cluster view as a consumer group assigns them.
+pub fn topic_snapshot(view: &ClusterView) -> TopicSnapshot {
+    TopicSnapshot::new(
+        view.topics
+            .values()
+            .map(|t| (t.name.to_string(), t.id, t.partitions)),
+    )
+}
+
 impl Group {
     /// Rebuilds a group from its store (a new classic group when nothing usable is stored).
-    pub fn from_store(store: GroupStore, now_ms: i64) -> Self {
+    pub fn from_store(store: GroupStore, config: &GroupConfig, now_ms: i64) -> Self {
         let id = store.group_id().to_string();
         let state = store
             .metadata()
             .filter(|blob| !blob.is_empty())
-            .and_then(|blob| match ClassicGroup::decode(&id, &blob, now_ms) {
-                Ok(group) => Some(GroupState::Classic(group)),
-                Err(error) => {
-                    tracing::warn!(group = %id, %error, "ignoring unreadable group metadata");
-                    None
-                }
+            .and_then(|blob| {
+                let decoded = match blob[0] {
+                    CLASSIC_TAG => ClassicGroup::decode(&id, &blob[1..], now_ms)
+                        .map(GroupState::Classic)
+                        .map_err(|e| e.to_string()),
+                    CONSUMER_TAG => ConsumerGroup::decode(&id, &blob[1..])
+                        .map(|mut group| {
+                            group.restore(&config.consumer(), now_ms);
+                            GroupState::Consumer(group)
+                        })
+                        .map_err(|e| e.to_string()),
+                    tag => Err(format!("unknown protocol tag {tag}")),
+                };
+                decoded
+                    .map_err(|error| {
+                        tracing::warn!(group = %id, %error, "ignoring unreadable group metadata")
+                    })
+                    .ok()
             })
             .unwrap_or_else(|| GroupState::Classic(ClassicGroup::new(&id)));
         Group {
             id,
             store,
             state: RefCell::new(state),
+            consumer_changed: Cell::new(false),
             busy: Cell::new(0),
         }
     }
@@ -65,11 +102,29 @@ impl Group {
         BusyGuard(self)
     }
 
+    /// Records that a consumer group call reported a change.
+    pub fn mark_consumer_changed(&self) {
+        self.consumer_changed.set(true);
+    }
+
     /// The blob to persist if the protocol state changed since the last call.
     pub fn take_changed_metadata(&self) -> Option<Bytes> {
-        match &mut *self.state.borrow_mut() {
-            GroupState::Classic(group) => group.take_dirty().then(|| Bytes::from(group.encode())),
-        }
+        let (tag, encoded) = match &mut *self.state.borrow_mut() {
+            GroupState::Classic(group) => {
+                let dirty = group.take_dirty();
+                (CLASSIC_TAG, dirty.then(|| group.encode()))
+            }
+            GroupState::Consumer(group) => {
+                let dirty = self.consumer_changed.replace(false);
+                (CONSUMER_TAG, dirty.then(|| group.encode()))
+            }
+        };
+        encoded.map(|body| {
+            let mut blob = BytesMut::with_capacity(body.len() + 1);
+            blob.put_u8(tag);
+            blob.put_slice(&body);
+            blob.freeze()
+        })
     }
 
     /// Persists the protocol state if it changed; failures are logged (members recover by
@@ -84,26 +139,25 @@ impl Group {
 
     /// Whether the group has no members and no committed offsets.
     pub fn is_unused(&self) -> bool {
-        let no_members = match &*self.state.borrow() {
-            GroupState::Classic(group) => group.is_empty(),
-        };
-        no_members && self.busy.get() == 0 && self.store.offsets().is_empty()
-    }
-
-    /// The error for an OffsetFetch by `member` (id and epoch, OffsetFetch v9+).
-    pub fn validate_offset_fetch(&self, member: Option<&(String, i32)>) -> ErrorCode {
-        match &*self.state.borrow() {
-            GroupState::Classic(_) => {
-                let _ = member;
-                ErrorCode::None
-            }
-        }
+        self.has_no_members() && self.busy.get() == 0 && self.store.offsets().is_empty()
     }
 
     /// Whether the group has no members (offsets may remain).
     pub fn has_no_members(&self) -> bool {
         match &*self.state.borrow() {
             GroupState::Classic(group) => group.is_empty(),
+            GroupState::Consumer(group) => group.is_empty(),
+        }
+    }
+
+    /// The error for an OffsetFetch by `member` (id and epoch, OffsetFetch v9+).
+    pub fn validate_offset_fetch(&self, member: Option<&(String, i32)>) -> ErrorCode {
+        match &*self.state.borrow() {
+            GroupState::Classic(_) => ErrorCode::None,
+            GroupState::Consumer(group) => match member {
+                Some((member_id, epoch)) => group.validate_offset_fetch(Some(member_id), *epoch),
+                None => ErrorCode::None,
+            },
         }
     }
 }

@@ -70,6 +70,12 @@ pub async fn commit(
             committer.group_instance_id.as_deref(),
             committer.generation_or_epoch,
         ),
+        GroupState::Consumer(consumer) => consumer.validate_offset_commit(
+            &committer.member_id,
+            committer.group_instance_id.as_deref(),
+            committer.generation_or_epoch,
+            committer.api_version,
+        ),
     };
     if member_error != ErrorCode::None {
         return all(member_error);
@@ -196,6 +202,13 @@ pub async fn delete(
             }
             classic.subscribed_topics()
         }
+        GroupState::Consumer(consumer) => Some(
+            topics
+                .iter()
+                .filter(|(topic, _)| consumer.is_subscribed_to(topic))
+                .map(|(topic, _)| topic.clone())
+                .collect(),
+        ),
     };
     let is_subscribed = |topic: &str| {
         subscribed

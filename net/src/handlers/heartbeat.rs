@@ -28,6 +28,7 @@ pub async fn handle(shard: &Rc<Shard>, request: HeartbeatRequest) -> HeartbeatRe
                     request.generation_id,
                     monotonic_ms(),
                 ),
+                GroupState::Consumer(_) => ErrorCode::UnknownMemberId,
             };
             error
         })

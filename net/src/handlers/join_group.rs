@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
-use crate::groups::classic::{JoinRequest, JoinResult, Reply};
+use crate::groups::classic::{ClassicGroup, JoinRequest, JoinResult, Reply};
 use crate::groups::clock::monotonic_ms;
 use crate::groups::group::GroupState;
 use crate::handlers::group_hop::on_coordinator;
@@ -61,11 +61,23 @@ async fn join_on_coordinator(shard: &Shard, group_id: &str, join: JoinRequest) -
         Ok(group) => group,
         Err(error) => return JoinResult::error(error, &member_id),
     };
-    let reply = match &mut *group.state.borrow_mut() {
+    let mut state = group.state.borrow_mut();
+    let reply = match &mut *state {
         GroupState::Classic(classic) => {
             classic.join(join, &shard.groups.config.classic, monotonic_ms())
         }
+        GroupState::Consumer(consumer) if consumer.is_empty() => {
+            let mut classic = ClassicGroup::new(group_id);
+            let reply = classic.join(join, &shard.groups.config.classic, monotonic_ms());
+            *state = GroupState::Classic(classic);
+            reply
+        }
+        GroupState::Consumer(_) => Reply::Now(JoinResult::error(
+            ErrorCode::InconsistentGroupProtocol,
+            &member_id,
+        )),
     };
+    drop(state);
     group.persist_if_changed().await;
     match reply {
         Reply::Now(result) => result,

@@ -89,6 +89,7 @@ async fn leave_on_coordinator(
         GroupState::Classic(classic) => {
             classic.leave(members, &shard.groups.config.classic, monotonic_ms())
         }
+        GroupState::Consumer(_) => (ErrorCode::UnknownMemberId, Vec::new()),
     };
     group.persist_if_changed().await;
     result

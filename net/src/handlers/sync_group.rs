@@ -51,6 +51,7 @@ async fn sync_on_coordinator(shard: &Shard, group_id: &str, sync: SyncRequest) -
     };
     let reply = match &mut *group.state.borrow_mut() {
         GroupState::Classic(classic) => classic.sync(sync, monotonic_ms()),
+        GroupState::Consumer(_) => Reply::Now(SyncResult::error(ErrorCode::UnknownMemberId)),
     };
     group.persist_if_changed().await;
     match reply {

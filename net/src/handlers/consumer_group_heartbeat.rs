@@ -1,0 +1,129 @@
+//! ConsumerGroupHeartbeat (key 68): the KIP-848 consumer group protocol. Joining, leaving
+//! and reconciling all go through this one request; the coordinator assigns partitions.
+
+use std::rc::Rc;
+
+use crate::broker::shard::Shard;
+use crate::groups::clock::monotonic_ms;
+use crate::groups::consumer_group::{ConsumerGroup, Heartbeat, HeartbeatResult};
+use crate::groups::group::{topic_snapshot, GroupState};
+use crate::handlers::group_hop::on_coordinator;
+use crate::protocol::messages::consumer_group_heartbeat::{
+    Assignment, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, TopicPartitions,
+};
+use crate::protocol::ErrorCode;
+
+/// Answers ConsumerGroupHeartbeat at `version`.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: ConsumerGroupHeartbeatRequest,
+    version: i16,
+    client_id: String,
+    client_host: String,
+) -> ConsumerGroupHeartbeatResponse {
+    let group_id = request.group_id.clone();
+    if group_id.is_empty() {
+        return failure(ErrorCode::InvalidRequest, "GroupId can't be empty.".into());
+    }
+    let heartbeat = Heartbeat {
+        member_id: request.member_id,
+        member_epoch: request.member_epoch,
+        instance_id: request.instance_id,
+        rack_id: request.rack_id,
+        rebalance_timeout_ms: request.rebalance_timeout_ms,
+        subscribed_topic_names: request.subscribed_topic_names,
+        subscribed_topic_regex: request.subscribed_topic_regex,
+        server_assignor: request.server_assignor,
+        owned: request.topic_partitions.map(|topics| {
+            topics
+                .into_iter()
+                .map(|t| (t.topic_id, t.partitions))
+                .collect()
+        }),
+        client_id,
+        client_host,
+        api_version: version,
+    };
+    let result = on_coordinator(shard, &group_id.clone(), move |shard| async move {
+        heartbeat_on_coordinator(&shard, &group_id, heartbeat).await
+    })
+    .await;
+    match result {
+        Ok(Ok(result)) => response(result),
+        Ok(Err((error, message))) => failure(error, message),
+        Err(error) => failure(error, "the coordinator is not available".into()),
+    }
+}
+
+type Failure = (ErrorCode, String);
+
+async fn heartbeat_on_coordinator(
+    shard: &Shard,
+    group_id: &str,
+    heartbeat: Heartbeat,
+) -> Result<HeartbeatResult, Failure> {
+    let joining = heartbeat.member_epoch == 0;
+    let group = if joining {
+        shard.groups.find_or_create(group_id).await
+    } else {
+        shard
+            .groups
+            .find(group_id)
+            .await
+            .and_then(|found| found.ok_or(ErrorCode::GroupIdNotFound))
+    }
+    .map_err(|error| (error, format!("Group {group_id} not found.")))?;
+    let _busy = group.busy();
+    let view = shard.view.load();
+    let topics = topic_snapshot(&view);
+    let config = shard.groups.config.consumer();
+    let result = {
+        let mut state = group.state.borrow_mut();
+        if let GroupState::Classic(classic) = &*state {
+            if !classic.is_empty() || !joining {
+                return Err((
+                    ErrorCode::GroupIdNotFound,
+                    format!("Group {group_id} is not a consumer group."),
+                ));
+            }
+            *state = GroupState::Consumer(ConsumerGroup::new(group_id));
+        }
+        let GroupState::Consumer(consumer) = &mut *state else {
+            unreachable!("converted above")
+        };
+        consumer.heartbeat(heartbeat, &topics, &config, monotonic_ms())
+    };
+    if result.changed {
+        group.mark_consumer_changed();
+        group.persist_if_changed().await;
+    }
+    Ok(result)
+}
+
+fn response(result: HeartbeatResult) -> ConsumerGroupHeartbeatResponse {
+    ConsumerGroupHeartbeatResponse {
+        error_code: result.error.code(),
+        error_message: result.error_message,
+        member_id: result.member_id,
+        member_epoch: result.member_epoch,
+        heartbeat_interval_ms: result.heartbeat_interval_ms,
+        assignment: result.assignment.map(|topics| Assignment {
+            topic_partitions: topics
+                .into_iter()
+                .map(|(topic_id, partitions)| TopicPartitions {
+                    topic_id,
+                    partitions,
+                })
+                .collect(),
+        }),
+        ..Default::default()
+    }
+}
+
+fn failure(error: ErrorCode, message: String) -> ConsumerGroupHeartbeatResponse {
+    ConsumerGroupHeartbeatResponse {
+        error_code: error.code(),
+        error_message: Some(message),
+        ..Default::default()
+    }
+}
