@@ -39,6 +39,7 @@ var scenarios = []scenario{
 	{"group-rebalance", groupRebalance},
 	{"group-static", groupStatic},
 	{"group-kip848", groupKIP848},
+	{"group-errors", groupErrors},
 }
 
 // phases are scenarios that only run when named (never with "all"): the two halves of a test
