@@ -39,6 +39,7 @@ var scenarios = []scenario{
 	{"group-rebalance", groupRebalance},
 	{"group-static", groupStatic},
 	{"group-kip848", groupKIP848},
+	{"group-admin", groupAdmin},
 	{"group-errors", groupErrors},
 }
 
