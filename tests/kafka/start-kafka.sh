@@ -82,6 +82,16 @@ transaction.state.log.num.partitions=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
+group.min.session.timeout.ms=6000
+group.max.session.timeout.ms=300000
+group.coordinator.rebalance.protocols=classic,consumer
+group.consumer.assignors=uniform,range
+group.consumer.session.timeout.ms=10000
+group.consumer.min.session.timeout.ms=6000
+group.consumer.max.session.timeout.ms=60000
+group.consumer.heartbeat.interval.ms=1000
+group.consumer.min.heartbeat.interval.ms=1000
+group.consumer.max.heartbeat.interval.ms=15000
 num.network.threads=2
 num.io.threads=4
 PROPS

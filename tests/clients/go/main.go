@@ -36,6 +36,18 @@ var scenarios = []scenario{
 	{"delete-records", deleteRecords},
 	{"errors", errorCases},
 	{"protocol", protocol},
+	{"group-rebalance", groupRebalance},
+	{"group-static", groupStatic},
+	{"group-kip848", groupKIP848},
+	{"group-admin", groupAdmin},
+	{"group-errors", groupErrors},
+}
+
+// phases are scenarios that only run when named (never with "all"): the two halves of a test
+// that restarts the broker between them. They take -topic and -group.
+var phases = []scenario{
+	{"group-resume-commit", groupResumeCommit},
+	{"group-resume-check", groupResumeCheck},
 }
 
 func main() {
@@ -44,10 +56,20 @@ func main() {
 	records := flag.Int("records", 2000, "records per produce/consume run")
 	seed := flag.Int64("seed", time.Now().UnixNano(), "random seed")
 	list := flag.Bool("list", false, "list scenarios and exit")
+	topic := flag.String("topic", "", "topic for group-resume-commit/-check and -member")
+	group := flag.String("group", "", "group for group-resume-commit/-check and -member")
+	member := flag.Bool("member", false, "run one group member (used by the group scenarios as a child process)")
+	instance := flag.String("instance", "", "with -member: group.instance.id")
+	balancer := flag.String("balancer", "cooperative-sticky", "with -member: cooperative-sticky, range or roundrobin")
+	nextGen := flag.Bool("next-gen", false, "with -member: KIP-848 consumer group protocol")
+	sessionMs := flag.Int("session-ms", groupSessionMs, "with -member: session timeout (classic protocol)")
 	flag.Parse()
 	if *list {
 		for _, s := range scenarios {
 			fmt.Println(s.name)
+		}
+		for _, s := range phases {
+			fmt.Println(s.name + " (only when named; needs -topic and -group)")
 		}
 		return
 	}
@@ -56,13 +78,19 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	ctx := &Ctx{Bootstrap: *bootstrap, Records: *records, Seed: *seed, Topic: *topic, Group: *group}
+	if *member {
+		memberMain(ctx, memberSpec{Topic: *topic, Group: *group, Instance: *instance, Balancer: *balancer,
+			NextGen: *nextGen, SessionMs: *sessionMs})
+		return
+	}
 	var toRun []scenario
 	if *which == "all" {
 		toRun = scenarios
 	} else {
 		for _, name := range strings.Split(*which, ",") {
 			found := false
-			for _, s := range scenarios {
+			for _, s := range append(scenarios[:len(scenarios):len(scenarios)], phases...) {
 				if s.name == name {
 					toRun = append(toRun, s)
 					found = true
@@ -76,7 +104,6 @@ func main() {
 	}
 	fmt.Printf("go scenarios: franz-go %s, bootstrap %s, seed %d, records %d\n",
 		moduleVersion("github.com/twmb/franz-go"), *bootstrap, *seed, *records)
-	ctx := &Ctx{Bootstrap: *bootstrap, Records: *records, Seed: *seed}
 	passed := 0
 	for _, s := range toRun {
 		start := time.Now()

@@ -19,6 +19,8 @@ type Ctx struct {
 	Bootstrap string
 	Records   int
 	Seed      int64
+	Topic     string // -topic, for the scenarios that take one
+	Group     string // -group, for the scenarios that take one
 }
 
 // Rnd returns a deterministic random source for one part of a scenario.

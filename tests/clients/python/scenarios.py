@@ -726,6 +726,381 @@ def errors(ctx):
     verify("fetch at the new log start", sent[50:], consume_all(ctx, oor, 1, 50, start=50), 50)
 
 
+# ---- consumer groups -----------------------------------------------------------------------
+#
+# A group member consumes one topic, commits synchronously after processing every batch and
+# reports what it does as event lines (the same format as the Java and Go suites):
+#   M <member id>            after a poll, whenever the member id changed
+#   A <partition> <offset>   a partition was assigned; the group's committed offset at that moment
+#                            (-1 when nothing was committed)
+#   V <partition>            a partition was revoked or lost
+#   R <partition> <offset>   a record was processed (and then committed)
+#   C <reason>               a commit failed (allowed: the next owner re-reads from the commit)
+#   E <reason>               anything unexpected (fails the scenario)
+# A member runs on a thread of this process or as a child process (--member) that writes the
+# lines to stdout, so that the scenario can SIGKILL it like a crashed consumer.
+
+GROUP_SESSION_MS = 6000
+SETTLE_LIMIT = 60.0
+
+
+def unique_group(name):
+    return f"py-grp-{name}-{uuid.uuid4().hex[:10]}"
+
+
+def member_config(bootstrap, group, **overrides):
+    conf = {"bootstrap.servers": bootstrap, "client.id": "kaas-py-member", "group.id": group,
+            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "session.timeout.ms": GROUP_SESSION_MS, "heartbeat.interval.ms": 1000,
+            "max.poll.interval.ms": 30000, "partition.assignment.strategy": "roundrobin"}
+    conf.update(overrides)
+    return conf
+
+
+def run_member(conf, topic, emit, stopped):
+    c = Consumer(conf)
+
+    def on_assign(consumer, parts):
+        if not parts:
+            return
+        committed = consumer.committed([TopicPartition(topic, p.partition) for p in parts], timeout=OP_TIMEOUT)
+        for tp in sorted(committed, key=lambda t: t.partition):
+            emit(f"A {tp.partition} {tp.offset if tp.offset >= 0 else -1}")
+
+    def on_revoke(consumer, parts):
+        for tp in parts:
+            emit(f"V {tp.partition}")
+
+    try:
+        c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+        last_id = ""
+        while not stopped():
+            msgs = c.consume(num_messages=50, timeout=0.2)
+            processed = False
+            for m in msgs:
+                if m.error():
+                    if m.error().code() != KafkaError._PARTITION_EOF:
+                        emit(f"E consume: {m.error()}")
+                    continue
+                emit(f"R {m.partition()} {m.offset()}")
+                processed = True
+            if processed:
+                try:
+                    c.commit(asynchronous=False)
+                except KafkaException as e:
+                    emit(f"C {e.args[0]}")
+                time.sleep(0.02)
+            mid = c.memberid()
+            if mid and mid != last_id:
+                last_id = mid
+                emit(f"M {mid}")
+        try:
+            c.commit(asynchronous=False)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError._NO_OFFSET:
+                emit(f"C final {e.args[0]}")
+    finally:
+        c.close()
+
+
+class Member:
+    def __init__(self, name, topic, conf):
+        self.name, self.topic, self.conf = name, topic, conf
+        self._events, self._lock = [], threading.Lock()
+        self._stop = False
+        self.proc = None
+        self.done = threading.Event()
+
+    def emit(self, line):
+        with self._lock:
+            self._events.append(line)
+
+    def events(self):
+        with self._lock:
+            return list(self._events)
+
+    def member_id(self):
+        for e in reversed(self.events()):
+            if e.startswith("M "):
+                return e.split(" ")[1]
+        return None
+
+    def count(self, kind):
+        return sum(1 for e in self.events() if e.startswith(kind + " "))
+
+    def owned(self):
+        own = set()
+        for e in self.events():
+            f = e.split(" ")
+            if f[0] == "A":
+                own.add(int(f[1]))
+            elif f[0] == "V":
+                own.discard(int(f[1]))
+        return own
+
+    def start(self):
+        def body():
+            try:
+                run_member(self.conf, self.topic, self.emit, lambda: self._stop)
+            except Exception as e:  # reported as an event, fails the scenario
+                self.emit(f"E {e!r}")
+            finally:
+                self.done.set()
+        threading.Thread(target=body, daemon=True, name=f"member-{self.name}").start()
+        return self
+
+    def spawn(self):
+        import json
+        import subprocess
+        self.proc = subprocess.Popen([sys.executable, __file__, "--member", "--bootstrap", self.conf["bootstrap.servers"],
+                                      "--topic", self.topic, "--config", json.dumps(self.conf)],
+                                     stdout=subprocess.PIPE, text=True)
+
+        def reader():
+            for line in self.proc.stdout:
+                self.emit(line.rstrip("\n"))
+            self.proc.wait()
+            self.done.set()
+        threading.Thread(target=reader, daemon=True, name=f"member-{self.name}-reader").start()
+        return self
+
+    def close(self):
+        """Commit and close (LeaveGroup); a child gets SIGTERM."""
+        if self.proc is not None:
+            self.proc.terminate()
+        else:
+            self._stop = True
+        check(self.done.wait(OP_TIMEOUT), "member %s did not stop", self.name)
+
+    def kill(self):
+        """SIGKILL a child: it dies without committing or leaving."""
+        check(self.proc is not None, "member %s is not a child process", self.name)
+        self.proc.kill()
+        check(self.done.wait(OP_TIMEOUT), "killed member %s did not go away", self.name)
+
+    def kill_quietly(self):
+        self._stop = True
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+
+
+def member_main(args):
+    """Child-process side of Member.spawn: consume until SIGTERM (commit, close) or SIGKILL."""
+    import json
+    import signal
+    conf = json.loads(args.config)
+    lock = threading.Lock()
+
+    def emit(line):
+        with lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        run_member(conf, args.topic, emit, stop.is_set)
+    except Exception as e:
+        emit(f"E {e!r}")
+        return 1
+    return 0
+
+
+def describe_group(admin, group):
+    return result(admin.describe_consumer_groups([group], request_timeout=OP_TIMEOUT)[group], f"describe_consumer_groups {group}")
+
+
+def wait_settled(admin, group, topic, partitions, members):
+    """Waits until the group is Stable with exactly these members, the assignment covers every
+    partition exactly once and each member's own view matches it."""
+    why = [""]
+
+    def settled():
+        by_id = {}
+        for m in members:
+            mid = m.member_id()
+            if mid is None:
+                why[0] = f"{m.name} has not joined"
+                return False
+            by_id[mid] = m
+        try:
+            d = admin.describe_consumer_groups([group], request_timeout=10)[group].result(timeout=10)
+        except Exception as e:
+            why[0] = repr(e)
+            return False
+        if d.state != confluent_kafka.ConsumerGroupState.STABLE:
+            why[0] = f"state {d.state}"
+            return False
+        if len(d.members) != len(members):
+            why[0] = f"{len(d.members)} members"
+            return False
+        cover = [0] * partitions
+        for md in d.members:
+            m = by_id.get(md.member_id)
+            if m is None:
+                why[0] = f"unexpected member {md.member_id}"
+                return False
+            parts = {tp.partition for tp in md.assignment.topic_partitions if tp.topic == topic}
+            for p in parts:
+                cover[p] += 1
+            if parts != m.owned():
+                why[0] = f"{m.name} owns {sorted(m.owned())}, assigned {sorted(parts)}"
+                return False
+        if any(n != 1 for n in cover):
+            why[0] = f"coverage {cover}"
+            return False
+        return True
+    try:
+        wait_until(f"group {group} to settle with {len(members)} members", SETTLE_LIMIT, settled, 0.2)
+    except Failure as f:
+        raise Failure(f"{f} (last: {why[0]})") from None
+
+
+def end_offsets(admin, topic, partitions):
+    fs = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)},
+                            request_timeout=OP_TIMEOUT)
+    return {tp.partition: result(f, "list_offsets latest").offset for tp, f in fs.items()}
+
+
+def group_committed(admin, group, topic):
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    fs = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=OP_TIMEOUT)
+    res = result(fs[group], f"list_consumer_group_offsets {group}")
+    return {tp.partition: tp.offset for tp in res.topic_partitions if tp.topic == topic and tp.offset >= 0}
+
+
+def wait_committed_at_end(admin, group, topic, partitions):
+    ends = end_offsets(admin, topic, partitions)
+    why = [""]
+
+    def at_end():
+        c = group_committed(admin, group, topic)
+        why[0] = f"committed {c}, end {ends}"
+        return c == ends
+    try:
+        wait_until(f"committed offsets of {group} to reach the end offsets", 90, at_end, 0.3)
+    except Failure as f:
+        raise Failure(f"{f} ({why[0]})") from None
+    return ends
+
+
+def check_member_events(m, seen):
+    """No errors; the first record from a newly assigned partition is the group's committed offset
+    at assignment (0 when none); later ones dense; nothing from partitions it does not own. Returns
+    how many takeovers started from a committed offset above 0."""
+    nxt, first, resumed = {}, {}, 0
+    for e in m.events():
+        f = e.split(" ")
+        if f[0] == "E":
+            raise Failure(f"member {m.name}: {e}")
+        if f[0] == "A":
+            first[int(f[1])] = max(0, int(f[2]))
+            nxt[int(f[1])] = -1
+        elif f[0] == "V":
+            nxt.pop(int(f[1]), None)
+        elif f[0] == "R":
+            p, off = int(f[1]), int(f[2])
+            check(p in nxt, "member %s processed %d/%d without owning the partition", m.name, p, off)
+            if nxt[p] == -1:
+                check(off == first[p], "member %s: first record from newly assigned partition %d is offset %d, "
+                      "but the group's committed offset at assignment was %d", m.name, p, off, first[p])
+                resumed += off > 0
+            else:
+                check(off == nxt[p], "member %s: partition %d jumped from %d to %d", m.name, p, nxt[p] - 1, off)
+            nxt[p] = off + 1
+            seen.setdefault(p, set()).add(off)
+    return resumed
+
+
+def produce_n(producer, topic, partitions, n, start):
+    for i in range(start, start + n):
+        producer.produce(topic, value=f"record-{i}".encode(), partition=i % partitions)
+    check(producer.flush(OP_TIMEOUT) == 0, "records still unsent after %ss", OP_TIMEOUT)
+
+
+class BackgroundProducer:
+    """Produces six records every 50 ms until closed."""
+
+    def __init__(self, ctx, topic, partitions):
+        self.count, self.error, self._stop = 0, None, threading.Event()
+        self.producer = ctx.producer(**{"linger.ms": 0})
+
+        def body():
+            i = 1 << 20
+            try:
+                while not self._stop.wait(0.05):
+                    produce_n(self.producer, topic, partitions, 6, i)
+                    i += 6
+                    self.count += 6
+            except Exception as e:
+                self.error = e
+        self.thread = threading.Thread(target=body, daemon=True, name="background-producer")
+        self.thread.start()
+
+    def close(self):
+        if self._stop.is_set():
+            return self.count
+        self._stop.set()
+        self.thread.join(60)
+        if self.error:
+            raise Failure(f"background producer: {self.error}")
+        return self.count
+
+
+def group_rebalance(ctx):
+    """Classic protocol with librdkafka's eager roundrobin assignor: three members, a fourth (a
+    child process) joins, one leaves (close → LeaveGroup), the child is SIGKILLed and the group
+    notices by session timeout. Every record is processed, takeovers start at the committed
+    offsets, the assignment covers every partition once when settled, and the final commits
+    equal the end offsets."""
+    partitions = 12
+    admin = ctx.admin()
+    topic, group = unique_topic("group-rebalance"), unique_group("group-rebalance")
+    create_topic(ctx, admin, topic, partitions)
+    p = ctx.producer()
+    produce_n(p, topic, partitions, ctx.records, 0)
+    bg = BackgroundProducer(ctx, topic, partitions)
+    members = []
+    try:
+        conf = member_config(ctx.bootstrap, group)
+        m1, m2, m3 = (Member(f"m{i}", topic, conf).start() for i in (1, 2, 3))
+        members += [m1, m2, m3]
+        wait_settled(admin, group, topic, partitions, [m1, m2, m3])
+        m4 = Member("m4-child", topic, conf).spawn()
+        members.append(m4)
+        wait_settled(admin, group, topic, partitions, [m1, m2, m3, m4])
+        wait_until("the child member to process records", 30, lambda: m4.count("R") > 0)
+
+        m1_id = m1.member_id()
+        m1.close()
+        d = describe_group(admin, group)
+        check(all(md.member_id != m1_id for md in d.members), "member %s closed (LeaveGroup) but the group still lists it", m1_id)
+        wait_settled(admin, group, topic, partitions, [m2, m3, m4])
+
+        m4_id = m4.member_id()
+        m4.kill()
+        d = describe_group(admin, group)
+        check(any(md.member_id == m4_id for md in d.members),
+              "a SIGKILLed member (no LeaveGroup) vanished from the group before its session timed out")
+        wait_settled(admin, group, topic, partitions, [m2, m3])
+        extra = bg.close()
+        ends = wait_committed_at_end(admin, group, topic, partitions)
+        check_eq(ctx.records + extra, sum(ends.values()), "records in the topic")
+        m2.close()
+        m3.close()
+        seen, resumed = {}, 0
+        for m in members:
+            resumed += check_member_events(m, seen)
+        check(resumed > 0, "no partition changed hands after records were committed; nothing was checked")
+        for part, end in ends.items():
+            missing = [o for o in range(end) if o not in seen.get(part, set())]
+            check(not missing, "records %s of partition %d were never processed", missing[:10], part)
+        check_eq(ends, group_committed(admin, group, topic), "committed offsets after the members closed")
+    finally:
+        for m in members:
+            m.kill_quietly()
+        bg.close()
+
+
 SCENARIOS = {
     "produce-consume": produce_consume,
     "fetch-limits": fetch_limits,
@@ -736,6 +1111,7 @@ SCENARIOS = {
     "list-offsets": list_offsets,
     "delete-records": delete_records,
     "errors": errors,
+    "group-rebalance": group_rebalance,
 }
 
 
@@ -751,7 +1127,12 @@ def main():
     ap.add_argument("--records", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=random.SystemRandom().randrange(1 << 40))
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--member", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--topic", help=argparse.SUPPRESS)
+    ap.add_argument("--config", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.member:
+        return member_main(args)
     if args.list:
         print("\n".join(SCENARIOS))
         return 0

@@ -44,9 +44,20 @@ public final class Scenarios {
         SCENARIOS.put("list-offsets", AdminOps::listOffsets);
         SCENARIOS.put("delete-records", AdminOps::deleteRecords);
         SCENARIOS.put("errors", Errors::errors);
+        SCENARIOS.put("group-rebalance", Groups::rebalance);
+        SCENARIOS.put("group-static", Groups::staticMembership);
+        SCENARIOS.put("group-kip848", Groups::kip848);
+        SCENARIOS.put("group-admin", Groups::admin);
     }
 
     public static void main(String[] args) {
+        if (args.length > 0 && args[0].equals("--member")) {
+            // A group member in a child process (see GroupMember).
+            System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "error");
+            System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
+            GroupMember.memberMain(args);
+            Runtime.getRuntime().halt(0);
+        }
         // The clients log through slf4j-simple; keep them quiet unless something is wrong.
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel",
                 System.getProperty("org.slf4j.simpleLogger.defaultLogLevel", "error"));
