@@ -14,13 +14,30 @@ use std::sync::Mutex;
 
 use support::Kaas;
 
+/// The group settings the suites assume (tests/clients/README.md), as Apache Kafka runs
+/// with them in `tests/kafka/start-kafka.sh`.
+const GROUP_SETTINGS: &[&str] = &[
+    "--shards",
+    "2",
+    "--group-initial-rebalance-delay-ms",
+    "0",
+    "--group-min-session-timeout-ms",
+    "6000",
+    "--group-max-session-timeout-ms",
+    "300000",
+    "--group-consumer-session-timeout-ms",
+    "10000",
+    "--group-consumer-heartbeat-interval-ms",
+    "1000",
+];
+
 /// The suites are heavy; one at a time keeps the two cores for the broker and its client.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn run_suite(suite: &str) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
-    let kaas = Kaas::start(Some(dir.path()), &["--shards", "2"]);
+    let kaas = Kaas::start(Some(dir.path()), GROUP_SETTINGS);
     let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients");
     let status = Command::new(clients.join("run-all.sh"))
         .arg(kaas.kafka.to_string())
