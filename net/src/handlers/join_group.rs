@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
-use crate::groups::classic::{ClassicGroup, JoinRequest, JoinResult, Reply};
+use crate::groups::classic::{ClassicGroup, ClassicGroupConfig, JoinRequest, JoinResult, Reply};
 use crate::groups::clock::monotonic_ms;
 use crate::groups::group::GroupState;
 use crate::handlers::group_hop::on_coordinator;
@@ -61,23 +61,12 @@ async fn join_on_coordinator(shard: &Shard, group_id: &str, join: JoinRequest) -
         Ok(group) => group,
         Err(error) => return JoinResult::error(error, &member_id),
     };
-    let mut state = group.state.borrow_mut();
-    let reply = match &mut *state {
-        GroupState::Classic(classic) => {
-            classic.join(join, &shard.groups.config.classic, monotonic_ms())
-        }
-        GroupState::Consumer(consumer) if consumer.is_empty() => {
-            let mut classic = ClassicGroup::new(group_id);
-            let reply = classic.join(join, &shard.groups.config.classic, monotonic_ms());
-            *state = GroupState::Classic(classic);
-            reply
-        }
-        GroupState::Consumer(_) => Reply::Now(JoinResult::error(
-            ErrorCode::InconsistentGroupProtocol,
-            &member_id,
-        )),
-    };
-    drop(state);
+    let reply = join_state(
+        &mut group.state.borrow_mut(),
+        group_id,
+        join,
+        &shard.groups.config.classic,
+    );
     group.persist_if_changed().await;
     match reply {
         Reply::Now(result) => result,
@@ -88,6 +77,29 @@ async fn join_on_coordinator(shard: &Shard, group_id: &str, join: JoinRequest) -
                 JoinResult::error(ErrorCode::CoordinatorNotAvailable, &member_id)
             })
         }
+    }
+}
+
+/// Joins a classic group; an empty KIP-848 group becomes a classic one, a non-empty one
+/// refuses the classic protocol.
+fn join_state(
+    state: &mut GroupState,
+    group_id: &str,
+    join: JoinRequest,
+    config: &ClassicGroupConfig,
+) -> Reply<JoinResult> {
+    match state {
+        GroupState::Classic(classic) => classic.join(join, config, monotonic_ms()),
+        GroupState::Consumer(consumer) if consumer.is_empty() => {
+            let mut classic = ClassicGroup::new(group_id);
+            let reply = classic.join(join, config, monotonic_ms());
+            *state = GroupState::Classic(classic);
+            reply
+        }
+        GroupState::Consumer(_) => Reply::Now(JoinResult::error(
+            ErrorCode::InconsistentGroupProtocol,
+            &join.member_id,
+        )),
     }
 }
 

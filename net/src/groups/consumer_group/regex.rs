@@ -48,6 +48,9 @@ mod tests {
     fn rejects_invalid_and_oversized_patterns() {
         assert!(Regex::new("(unclosed").is_err());
         assert!(Regex::new(&"a".repeat(MAX_PATTERN + 1)).is_err());
-        assert!(Regex::new("(a{1000}){1000}").is_err(), "compiled size is bounded");
+        assert!(
+            Regex::new("(a{1000}){1000}").is_err(),
+            "compiled size is bounded"
+        );
     }
 }
