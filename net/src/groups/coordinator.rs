@@ -25,6 +25,7 @@ use crate::protocol::ErrorCode;
 const TICK: Duration = Duration::from_millis(50);
 
 type Opening = Shared<LocalBoxFuture<'static, Result<Rc<Group>, String>>>;
+type Deleting = Shared<LocalBoxFuture<'static, ()>>;
 
 enum Slot {
     Ready(Rc<Group>),
@@ -39,6 +40,8 @@ pub struct GroupCoordinator {
     /// Settings.
     pub config: GroupConfig,
     groups: RefCell<HashMap<String, Slot>>,
+    /// Stores being deleted: a group reopened meanwhile waits for the deletion first.
+    deleting: RefCell<HashMap<String, Deleting>>,
     loaded: Cell<bool>,
     view: std::sync::Arc<ViewHandle>,
 }
@@ -59,6 +62,7 @@ impl GroupCoordinator {
             storage,
             config,
             groups: RefCell::new(HashMap::new()),
+            deleting: RefCell::new(HashMap::new()),
             loaded: Cell::new(false),
         }
     }
@@ -123,7 +127,11 @@ impl GroupCoordinator {
                     let storage = self.storage.clone();
                     let config = self.config.clone();
                     let id = group_id.to_string();
+                    let deletion = self.deleting.borrow().get(group_id).cloned();
                     let opening: Opening = async move {
+                        if let Some(deletion) = deletion {
+                            deletion.await;
+                        }
                         let store = GroupStore::open(&storage, &id)
                             .await
                             .map_err(|e| e.to_string())?;
@@ -192,13 +200,29 @@ impl GroupCoordinator {
                 groups.remove(&group.id);
             }
         }
-        match group.store.delete().await {
-            Ok(()) => ErrorCode::None,
-            Err(error) => {
-                tracing::error!(group = %group.id, %error, "deleting group store");
-                ErrorCode::KafkaStorageError
+        let store = group.store.clone();
+        let id = group.id.clone();
+        let outcome = Rc::new(Cell::new(ErrorCode::None));
+        let deletion: Deleting = {
+            let outcome = outcome.clone();
+            async move {
+                if let Err(error) = store.delete().await {
+                    tracing::error!(group = %id, %error, "deleting group store");
+                    outcome.set(ErrorCode::KafkaStorageError);
+                }
             }
+            .boxed_local()
+            .shared()
+        };
+        self.deleting
+            .borrow_mut()
+            .insert(group.id.clone(), deletion.clone());
+        deletion.clone().await;
+        let mut deleting = self.deleting.borrow_mut();
+        if deleting.get(&group.id).is_some_and(|d| d.ptr_eq(&deletion)) {
+            deleting.remove(&group.id);
         }
+        outcome.get()
     }
 
     /// A topic was deleted: its offsets go from every group.
