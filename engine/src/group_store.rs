@@ -323,6 +323,11 @@ impl GroupStore {
         self.shared.state.borrow().view.metadata()
     }
 
+    /// Whether any offset is committed.
+    pub fn has_offsets(&self) -> bool {
+        self.shared.state.borrow().view.has_offsets()
+    }
+
     /// Whether there are no offsets and no metadata.
     pub fn is_empty(&self) -> bool {
         self.shared.state.borrow().view.is_empty()

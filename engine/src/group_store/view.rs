@@ -100,6 +100,11 @@ impl View {
         self.metadata.clone()
     }
 
+    /// Whether any offset is committed.
+    pub fn has_offsets(&self) -> bool {
+        !self.offsets.is_empty()
+    }
+
     /// No offsets and no metadata.
     pub fn is_empty(&self) -> bool {
         self.offsets.is_empty() && self.metadata.is_none()

@@ -228,11 +228,8 @@ impl GroupCoordinator {
     /// A topic was deleted: its offsets go from every group.
     pub async fn remove_topic(&self, topic: &str) {
         for group in self.groups() {
-            let has_offsets = group.store.offsets().iter().any(|(t, _, _)| t == topic);
-            if has_offsets {
-                if let Err(error) = group.store.remove_topic(topic).await {
-                    tracing::error!(group = %group.id, %error, "removing offsets of a deleted topic");
-                }
+            if let Err(error) = group.store.remove_topic(topic).await {
+                tracing::error!(group = %group.id, %error, "removing offsets of a deleted topic");
             }
         }
     }

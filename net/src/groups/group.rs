@@ -139,7 +139,7 @@ impl Group {
 
     /// Whether the group has no members and no committed offsets.
     pub fn is_unused(&self) -> bool {
-        self.has_no_members() && self.busy.get() == 0 && self.store.offsets().is_empty()
+        self.has_no_members() && self.busy.get() == 0 && !self.store.has_offsets()
     }
 
     /// Whether the group has no members (offsets may remain).

@@ -3,6 +3,7 @@
 //! group's durable store.
 
 use kaas_engine::group_store::{CommittedOffset, GroupChange};
+use kaas_engine::EngineError;
 
 use crate::broker::cluster_view::ClusterView;
 use crate::groups::classic::ClassicState;
@@ -103,8 +104,16 @@ pub async fn commit(
     }
     if let Err(error) = group.store.apply(changes).await {
         tracing::error!(group = %group_id, %error, "committing offsets");
-        for code in errors.iter_mut().filter(|c| **c == ErrorCode::None) {
-            *code = ErrorCode::CoordinatorNotAvailable;
+        let code = match &error {
+            // The commit does not fit in one store record: Kafka's answer for a commit
+            // larger than its log accepts.
+            EngineError::Io { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
+                ErrorCode::InvalidCommitOffsetSize
+            }
+            _ => ErrorCode::CoordinatorNotAvailable,
+        };
+        for slot in errors.iter_mut().filter(|c| **c == ErrorCode::None) {
+            *slot = code;
         }
     }
     errors
