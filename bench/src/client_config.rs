@@ -63,6 +63,26 @@ impl ClientSettings {
         config
     }
 
+    /// A consumer that joins `group_id` through `subscribe`: no offset commits, then
+    /// `group_props` (protocol, assignor, timeouts), then any `--consumer-prop` overrides.
+    pub fn group_member(
+        &self,
+        client_id: &str,
+        group_id: &str,
+        group_props: &[(String, String)],
+    ) -> ClientConfig {
+        let mut config = base(&self.bootstrap, client_id);
+        config
+            .set("group.id", group_id)
+            .set("enable.auto.commit", "false")
+            .set("enable.auto.offset.store", "false")
+            .set("enable.partition.eof", "false");
+        for (key, value) in group_props.iter().chain(&self.consumer_props) {
+            config.set(key, value);
+        }
+        config
+    }
+
     /// An admin client.
     pub fn admin(&self) -> ClientConfig {
         base(&self.bootstrap, "kaas-bench-admin")

@@ -6,11 +6,15 @@
 //! - `matrix`: the same grid of workloads against several brokers in alternation, with a
 //!   results table of ratios;
 //! - `limits`: the machine's physical limits (O_DIRECT sequential write, loopback TCP, memcpy);
+//! - `group-settle`: how long a consumer group takes to settle after one member joins;
 //! - `plot`: a percentile plot from one or more JSON reports;
 //! - `uring-latency`: per-opcode io_uring latency from `perf script` output.
 
 mod client_config;
 mod consumer_driver;
+mod group_member;
+mod group_settle;
+mod group_view;
 mod latency_recorder;
 mod limits;
 mod machine;
@@ -45,6 +49,8 @@ enum Command {
     Matrix(matrix::MatrixArgs),
     /// Measure the machine's physical limits: O_DIRECT sequential write, loopback TCP, memcpy.
     Limits(limits::LimitsArgs),
+    /// Time for a consumer group to settle after one more member joins.
+    GroupSettle(group_settle::GroupSettleArgs),
     /// Draw a latency-percentile plot from JSON reports written by `run`.
     Plot(plot::PlotArgs),
     /// Per-opcode io_uring latency from `perf script` output (read on stdin).
@@ -57,6 +63,9 @@ fn main() -> anyhow::Result<()> {
         Command::Run(args) => workload::run_command(&args).context("run"),
         Command::Matrix(args) => matrix::matrix_command(&args).context("matrix"),
         Command::Limits(args) => limits::limits_command(&args).context("limits"),
+        Command::GroupSettle(args) => {
+            group_settle::group_settle_command(&args).context("group-settle")
+        }
         Command::Plot(args) => plot::plot_command(&args).context("plot"),
         Command::UringLatency(args) => {
             uring_latency::uring_latency_command(&args).context("uring-latency")
