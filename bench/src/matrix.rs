@@ -111,6 +111,11 @@ pub struct MatrixArgs {
     /// Free space (GiB) to wait for before each run.
     #[arg(long, default_value_t = 3.0)]
     pub min_free_gib: f64,
+    /// Before each run: write back every dirty page (`sync`) and wait this long, so no
+    /// broker's background I/O (another broker deleting or flushing the previous run's
+    /// topic) lands in the next run's fsyncs.
+    #[arg(long, default_value_t = 3.0)]
+    pub settle_secs: f64,
     /// JSON written by `kaas-bench limits`, included in the results.
     #[arg(long)]
     pub limits: Option<PathBuf>,
@@ -175,6 +180,9 @@ pub struct MatrixResults {
     pub samples: usize,
     pub e2e_rate_fraction: f64,
     pub fill_bytes: u64,
+    /// Seconds of quiet (after `sync`) before each run; absent in older results.
+    #[serde(default)]
+    pub settle_s: f64,
     pub producers: usize,
     pub consumers: usize,
     pub producer_props: Vec<(String, String)>,
@@ -200,6 +208,16 @@ fn free_gib(dir: &std::path::Path) -> Option<f64> {
         return None;
     }
     Some(stat.f_bavail as f64 * stat.f_frsize as f64 / (1u64 << 30) as f64)
+}
+
+/// Writes back every dirty page of the machine and lets the disk go idle.
+fn settle_disk(seconds: f64) {
+    if seconds <= 0.0 {
+        return;
+    }
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    std::thread::sleep(Duration::from_secs_f64(seconds));
 }
 
 fn wait_for_disk(dir: Option<&PathBuf>, min_free_gib: f64) -> Result<(), String> {
@@ -297,6 +315,7 @@ pub fn matrix_command(args: &MatrixArgs) -> anyhow::Result<()> {
         samples,
         e2e_rate_fraction: args.e2e_rate_fraction,
         fill_bytes: args.fill_bytes,
+        settle_s: args.settle_secs,
         producers: args.producers,
         consumers: args.consumers,
         producer_props: args.producer_props.clone(),
@@ -360,7 +379,10 @@ pub fn matrix_command(args: &MatrixArgs) -> anyhow::Result<()> {
                     notes: Vec::new(),
                     report_file: None,
                 },
-                Ok(()) => run_one(args, &cell, target, bootstrap, rate, &spec_for),
+                Ok(()) => {
+                    settle_disk(args.settle_secs);
+                    run_one(args, &cell, target, bootstrap, rate, &spec_for)
+                }
             };
             for error in &result.errors {
                 eprintln!("   {target}: {error}");
