@@ -8,6 +8,7 @@ use super::{
     ClassicGroup, ClassicGroupConfig, ClassicMember, ClassicState, JoinRequest, JoinResult,
     JoinedMember, Reply, SyncResult,
 };
+use crate::broker::topic_store::{format_uuid, random_uuid};
 use crate::protocol::ErrorCode;
 
 impl ClassicGroup {
@@ -434,8 +435,7 @@ impl ClassicGroup {
 
 /// A random id suffix in UUID form, as Kafka's generated member ids have.
 pub fn random_id() -> String {
-    let bytes: [u8; 16] = rand::random();
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let hex = format_uuid(&random_uuid());
     format!(
         "{}-{}-{}-{}-{}",
         &hex[0..8],

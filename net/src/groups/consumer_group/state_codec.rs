@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use super::group::ConsumerGroup;
 use super::member::{Assignment, Member, MemberState};
+use crate::broker::topic_store::{format_uuid, parse_uuid};
 use crate::protocol::Uuid;
 
 /// The format version written by [`ConsumerGroup::encode`].
@@ -87,26 +88,14 @@ struct StoredMember {
     pending_revocation: TopicPartitions,
 }
 
-fn uuid_to_hex(id: &Uuid) -> String {
-    id.0.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn uuid_from_hex(text: &str) -> Result<Uuid, StateDecodeError> {
-    let bad = || StateDecodeError::Malformed(format!("bad topic id {text:?}"));
-    if text.len() != 32 || !text.is_ascii() {
-        return Err(bad());
-    }
-    let mut out = [0u8; 16];
-    for (index, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&text[index * 2..index * 2 + 2], 16).map_err(|_| bad())?;
-    }
-    Ok(Uuid(out))
+    parse_uuid(text).ok_or_else(|| StateDecodeError::Malformed(format!("bad topic id {text:?}")))
 }
 
 fn store_assignment(assignment: &Assignment) -> TopicPartitions {
     assignment
         .iter()
-        .map(|(id, partitions)| (uuid_to_hex(id), partitions.iter().copied().collect()))
+        .map(|(id, partitions)| (format_uuid(id), partitions.iter().copied().collect()))
         .collect()
 }
 
@@ -148,7 +137,7 @@ impl ConsumerGroup {
             subscribed_metadata: self
                 .subscribed_metadata
                 .iter()
-                .map(|(name, (id, partitions))| (name.clone(), uuid_to_hex(id), *partitions))
+                .map(|(name, (id, partitions))| (name.clone(), format_uuid(id), *partitions))
                 .collect(),
             members: self
                 .members
