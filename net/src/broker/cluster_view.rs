@@ -89,14 +89,19 @@ impl ClusterView {
     }
 }
 
-/// FNV-1a of the topic name plus the partition, modulo the shard count.
-pub fn owner_shard(topic: &str, partition: i32, shards: usize) -> usize {
+/// FNV-1a (64-bit) of `bytes`: the stable hash that places partitions and groups on shards.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in topic.bytes() {
-        hash ^= u64::from(byte);
+    for byte in bytes {
+        hash ^= u64::from(*byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
-    (hash.wrapping_add(partition as u64) % shards.max(1) as u64) as usize
+    hash
+}
+
+/// FNV-1a of the topic name plus the partition, modulo the shard count.
+pub fn owner_shard(topic: &str, partition: i32, shards: usize) -> usize {
+    (fnv1a(topic.as_bytes()).wrapping_add(partition as u64) % shards.max(1) as u64) as usize
 }
 
 /// Where shards read the current view from and where a new one is published.

@@ -1,13 +1,10 @@
 //! Which shard coordinates a group: a stable hash of the group id within the broker.
 
-/// FNV-1a of the group id, modulo the shard count.
+use crate::broker::cluster_view::fnv1a;
+
+/// FNV-1a of the group id ([`fnv1a`], as partitions are placed), modulo the shard count.
 pub fn coordinator_shard(group_id: &str, shards: usize) -> usize {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in group_id.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    (hash % shards.max(1) as u64) as usize
+    (fnv1a(group_id.as_bytes()) % shards.max(1) as u64) as usize
 }
 
 #[cfg(test)]
