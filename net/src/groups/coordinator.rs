@@ -17,6 +17,7 @@ use kaas_engine::Storage;
 use crate::broker::cluster_view::{ClusterView, ViewHandle};
 use crate::groups::clock::monotonic_ms;
 use crate::groups::config::GroupConfig;
+use crate::groups::consumer_group::TopicSnapshot;
 use crate::groups::group::{topic_snapshot, Group, GroupState};
 use crate::groups::placement::coordinator_shard;
 use crate::protocol::ErrorCode;
@@ -44,6 +45,9 @@ pub struct GroupCoordinator {
     deleting: RefCell<HashMap<String, Deleting>>,
     loaded: Cell<bool>,
     view: std::sync::Arc<ViewHandle>,
+    /// The topics of the last cluster view seen, as consumer groups assign them; rebuilt
+    /// only when a new view is published.
+    topics: RefCell<Option<(std::sync::Arc<ClusterView>, Rc<TopicSnapshot>)>>,
 }
 
 impl GroupCoordinator {
@@ -57,6 +61,7 @@ impl GroupCoordinator {
     ) -> Self {
         GroupCoordinator {
             view,
+            topics: RefCell::new(None),
             shard,
             shards,
             storage,
@@ -64,6 +69,20 @@ impl GroupCoordinator {
             groups: RefCell::new(HashMap::new()),
             deleting: RefCell::new(HashMap::new()),
             loaded: Cell::new(false),
+        }
+    }
+
+    /// The current topics as consumer groups assign them.
+    pub fn topics(&self) -> Rc<TopicSnapshot> {
+        let view = self.view.load();
+        let mut cached = self.topics.borrow_mut();
+        match &*cached {
+            Some((seen, topics)) if std::sync::Arc::ptr_eq(seen, &view) => topics.clone(),
+            _ => {
+                let topics = Rc::new(topic_snapshot(&view));
+                *cached = Some((view, topics.clone()));
+                topics
+            }
         }
     }
 
@@ -235,7 +254,7 @@ impl GroupCoordinator {
     }
 
     /// Runs every group's deadlines; groups with neither members nor offsets are removed.
-    pub async fn tick(&self, now_ms: i64, view: &ClusterView) {
+    pub async fn tick(&self, now_ms: i64) {
         let consumer_config = self.config.consumer();
         let mut topics = None;
         for group in self.groups() {
@@ -252,7 +271,7 @@ impl GroupCoordinator {
                     GroupState::Consumer(consumer) => {
                         let due = consumer.next_deadline().is_some_and(|at| at <= now_ms);
                         if due {
-                            let topics = topics.get_or_insert_with(|| topic_snapshot(view));
+                            let topics = topics.get_or_insert_with(|| self.topics());
                             if consumer.expire(topics, &consumer_config, now_ms) {
                                 group.mark_consumer_changed();
                             }
@@ -277,8 +296,7 @@ impl GroupCoordinator {
             loop {
                 glommio::timer::sleep(TICK).await;
                 let Some(this) = this.upgrade() else { return };
-                let view = this.view.load();
-                this.tick(monotonic_ms(), &view).await;
+                this.tick(monotonic_ms()).await;
             }
         })
         .detach()

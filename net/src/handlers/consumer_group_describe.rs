@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
-use crate::groups::group::{topic_snapshot, GroupState};
+use crate::groups::group::GroupState;
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::consumer_group_describe::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, DescribedGroup,
@@ -26,10 +26,10 @@ pub async fn handle(
                 }
                 Err(error) => return Err((error, String::new())),
             };
-            let view = shard.view.load();
+            let topics = shard.groups.topics();
             let state = group.state.borrow();
             let described = match &*state {
-                GroupState::Consumer(consumer) => Ok(consumer.describe(&topic_snapshot(&view))),
+                GroupState::Consumer(consumer) => Ok(consumer.describe(&topics)),
                 GroupState::Classic(_) => Err((
                     ErrorCode::GroupIdNotFound,
                     format!("Group {id} is not a consumer group."),

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use crate::broker::shard::Shard;
 use crate::groups::clock::monotonic_ms;
 use crate::groups::consumer_group::{ConsumerGroup, Heartbeat, HeartbeatResult};
-use crate::groups::group::{topic_snapshot, GroupState};
+use crate::groups::group::GroupState;
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::consumer_group_heartbeat::{
     Assignment, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, TopicPartitions,
@@ -74,8 +74,7 @@ async fn heartbeat_on_coordinator(
     }
     .map_err(|error| (error, format!("Group {group_id} not found.")))?;
     let _busy = group.busy();
-    let view = shard.view.load();
-    let topics = topic_snapshot(&view);
+    let topics = shard.groups.topics();
     let config = shard.groups.config.consumer();
     let result = {
         let mut state = group.state.borrow_mut();
