@@ -38,31 +38,22 @@ pub async fn handle(
                     .collect()
             }),
         };
-        let (error, fetched) = match fetch_group(shard, query).await {
-            Ok(fetched) => (ErrorCode::None, fetched),
-            Err(error) => (error, Vec::new()),
-        };
+        let (error, fetched) = fetch_group(shard, query).await;
         return OffsetFetchResponse {
             error_code: error.code(),
-            topics: fetched
-                .into_iter()
-                .map(|(name, partitions)| OffsetFetchResponseTopic {
-                    name,
-                    partitions: partitions
-                        .into_iter()
-                        .map(|(partition_index, committed)| {
-                            let (offset, epoch, metadata) = parts(committed);
-                            OffsetFetchResponsePartition {
-                                partition_index,
-                                committed_offset: offset,
-                                committed_leader_epoch: epoch,
-                                metadata: Some(metadata),
-                                error_code: ErrorCode::None.code(),
-                            }
-                        })
-                        .collect(),
-                })
-                .collect(),
+            topics: to_wire(
+                fetched,
+                |name, partitions| OffsetFetchResponseTopic { name, partitions },
+                |partition_index, (committed_offset, committed_leader_epoch, metadata)| {
+                    OffsetFetchResponsePartition {
+                        partition_index,
+                        committed_offset,
+                        committed_leader_epoch,
+                        metadata: Some(metadata),
+                        error_code: ErrorCode::None.code(),
+                    }
+                },
+            ),
             ..Default::default()
         };
     }
@@ -78,33 +69,27 @@ pub async fn handle(
                     .collect()
             }),
         };
-        let (error, fetched) = match fetch_group(shard, query).await {
-            Ok(fetched) => (ErrorCode::None, fetched),
-            Err(error) => (error, Vec::new()),
-        };
+        let (error, fetched) = fetch_group(shard, query).await;
         groups.push(OffsetFetchResponseGroup {
             group_id: group.group_id,
             error_code: error.code(),
-            topics: fetched
-                .into_iter()
-                .map(|(name, partitions)| OffsetFetchResponseTopics {
+            topics: to_wire(
+                fetched,
+                |name, partitions| OffsetFetchResponseTopics {
                     name,
-                    partitions: partitions
-                        .into_iter()
-                        .map(|(partition_index, committed)| {
-                            let (offset, epoch, metadata) = parts(committed);
-                            OffsetFetchResponsePartitions {
-                                partition_index,
-                                committed_offset: offset,
-                                committed_leader_epoch: epoch,
-                                metadata: Some(metadata),
-                                error_code: ErrorCode::None.code(),
-                            }
-                        })
-                        .collect(),
+                    partitions,
                     ..Default::default()
-                })
-                .collect(),
+                },
+                |partition_index, (committed_offset, committed_leader_epoch, metadata)| {
+                    OffsetFetchResponsePartitions {
+                        partition_index,
+                        committed_offset,
+                        committed_leader_epoch,
+                        metadata: Some(metadata),
+                        error_code: ErrorCode::None.code(),
+                    }
+                },
+            ),
         });
     }
     OffsetFetchResponse {
@@ -113,15 +98,40 @@ pub async fn handle(
     }
 }
 
-async fn fetch_group(shard: &Rc<Shard>, query: GroupQuery) -> Result<FetchedOffsets, ErrorCode> {
+/// One group's offsets, or its error with nothing fetched.
+async fn fetch_group(shard: &Rc<Shard>, query: GroupQuery) -> (ErrorCode, FetchedOffsets) {
     if query.group_id.is_empty() {
-        return Err(ErrorCode::InvalidGroupId);
+        return (ErrorCode::InvalidGroupId, Vec::new());
     }
     let group_id = query.group_id.clone();
-    on_coordinator(shard, &group_id.clone(), move |shard| async move {
+    let fetched = on_coordinator(shard, &group_id, move |shard| async move {
         offsets::fetch(&shard.groups, &query.group_id, query.member, query.topics).await
     })
-    .await?
+    .await
+    .and_then(|result| result);
+    match fetched {
+        Ok(fetched) => (ErrorCode::None, fetched),
+        Err(error) => (error, Vec::new()),
+    }
+}
+
+/// Fetched offsets in a version's wire shape: `topic` builds a topic from its partitions,
+/// `partition` a partition from its offset, leader epoch and metadata.
+fn to_wire<T, P>(
+    fetched: FetchedOffsets,
+    topic: impl Fn(String, Vec<P>) -> T,
+    partition: impl Fn(i32, (i64, i32, String)) -> P,
+) -> Vec<T> {
+    fetched
+        .into_iter()
+        .map(|(name, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|(index, committed)| partition(index, parts(committed)))
+                .collect();
+            topic(name, partitions)
+        })
+        .collect()
 }
 
 /// Offset, leader epoch and metadata of a commit, or Kafka's "none" (-1, -1, "").
