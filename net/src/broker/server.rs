@@ -240,6 +240,9 @@ async fn run_shard(start: ShardStart) {
             return;
         }
     };
+    // Groups load before the shard reports ready, so a broker that answers /healthz has
+    // every coordinator loaded (no COORDINATOR_LOAD_IN_PROGRESS after a restart).
+    shard.groups.load().await;
     glommio::spawn_local(shard.clone().serve_inbox(inbox)).detach();
     let _ = ready.send(Ok(())).await;
     // Shard 0 published the view before reporting ready, and `Broker::start` waits for every
@@ -248,7 +251,6 @@ async fn run_shard(start: ShardStart) {
         glommio::timer::sleep(Duration::from_millis(1)).await;
     }
     shard.open_owned_partitions().await;
-    shard.groups.load().await;
     let ticker = shard.groups.spawn_ticker();
     let maintenance = Rc::new(LogManagerMaintenance(shard.clone()));
     let maintenance_task = maintenance.spawn();
