@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use kaas_engine::batch::{encode_batch_for_tests, scan_batches};
-use kaas_net::protocol::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
 use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
 use kaas_net::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
@@ -117,20 +116,7 @@ fn run(stop_broker: impl FnOnce(&mut Kaas)) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut kaas = Kaas::start(Some(dir.path()), &["--shards", "2"]);
     let mut admin = kaas.client();
-    let create = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: "durable".into(),
-            num_partitions: PARTITIONS,
-            replication_factor: 1,
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
-    let Response::CreateTopics(created) = admin.call(7, &create) else {
-        panic!("not CreateTopics")
-    };
-    assert_eq!(created.topics[0].error_code, 0);
+    admin.create_topic("durable", PARTITIONS, &[]);
 
     let acked: Acked = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));

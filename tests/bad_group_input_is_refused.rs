@@ -5,7 +5,6 @@ mod support;
 
 use bytes::Bytes;
 use kaas_net::protocol::messages::consumer_group_heartbeat::ConsumerGroupHeartbeatRequest;
-use kaas_net::protocol::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
 use kaas_net::protocol::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
@@ -69,17 +68,7 @@ fn commit(
 fn hostile_group_requests_get_kafka_errors() {
     let kaas = Kaas::start(None, &["--group-initial-rebalance-delay-ms", "0"]);
     let mut client = kaas.client();
-    let create = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: "t".into(),
-            num_partitions: 2,
-            replication_factor: 1,
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
-    assert!(matches!(client.call(7, &create), Response::CreateTopics(_)));
+    client.create_topic("t", 2, &[]);
 
     let code = |e: ErrorCode| e.code();
     assert_eq!(

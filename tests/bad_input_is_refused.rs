@@ -6,9 +6,6 @@ mod support;
 use bytes::Bytes;
 use kaas_engine::batch::{encode_batch_for_tests, BatchHeader};
 use kaas_net::protocol::messages::api_versions::ApiVersionsRequest;
-use kaas_net::protocol::messages::create_topics::{
-    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
-};
 use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
 use kaas_net::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
@@ -88,30 +85,6 @@ fn api_versions_newer_than_served_is_answered_in_v0() {
     );
 }
 
-fn create_topic(client: &mut WireClient, name: &str, partitions: i32, configs: &[(&str, &str)]) {
-    let request = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: name.into(),
-            num_partitions: partitions,
-            replication_factor: 1,
-            configs: configs
-                .iter()
-                .map(|(k, v)| CreatableTopicConfig {
-                    name: k.to_string(),
-                    value: Some(v.to_string()),
-                })
-                .collect(),
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
-    match client.call(7, &request) {
-        Response::CreateTopics(r) => assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0]),
-        other => panic!("unexpected {other:?}"),
-    }
-}
-
 fn produce(
     client: &mut WireClient,
     topic: &str,
@@ -177,7 +150,7 @@ fn fetch_all(client: &mut WireClient, topic: &str, partition: i32) -> Vec<Bytes>
 fn a_corrupt_batch_fails_only_its_partition_and_stored_data_is_untouched() {
     let kaas = Kaas::start(None, &[]);
     let mut client = kaas.client();
-    create_topic(&mut client, "guarded", 2, &[("max.message.bytes", "2000")]);
+    client.create_topic("guarded", 2, &[("max.message.bytes", "2000")]);
     let good = encode_batch_for_tests(&[(Some(b"k"), Some(b"first"))], 1_000, -1, 0, -1);
     assert_eq!(
         produce(&mut client, "guarded", vec![(0, good.clone())]),

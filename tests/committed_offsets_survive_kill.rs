@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kaas_net::protocol::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
 use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -80,28 +79,11 @@ fn commit_until_stopped(
     }
 }
 
-fn create_topic(kaas: &Kaas, name: &str, partitions: i32) {
-    let create = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: name.into(),
-            num_partitions: partitions,
-            replication_factor: 1,
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
-    let Response::CreateTopics(created) = kaas.client().call(7, &create) else {
-        panic!("not CreateTopics")
-    };
-    assert_eq!(created.topics[0].error_code, 0);
-}
-
 #[test]
 fn acknowledged_commits_survive_kill_9() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut kaas = Kaas::start(Some(dir.path()), &["--shards", "2"]);
-    create_topic(&kaas, TOPIC, PARTITIONS);
+    kaas.client().create_topic(TOPIC, PARTITIONS, &[]);
     let progress: Progress = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let committers: Vec<_> = (0..4)

@@ -6,7 +6,6 @@ mod support;
 
 use bytes::Bytes;
 use kaas_net::protocol::messages::consumer_group_heartbeat::ConsumerGroupHeartbeatRequest;
-use kaas_net::protocol::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
 use kaas_net::protocol::messages::delete_groups::DeleteGroupsRequest;
 use kaas_net::protocol::messages::describe_groups::DescribeGroupsRequest;
 use kaas_net::protocol::messages::heartbeat::HeartbeatRequest;
@@ -27,20 +26,7 @@ fn start(dir: &std::path::Path) -> Kaas {
         Some(dir),
         &["--shards", "2", "--group-initial-rebalance-delay-ms", "0"],
     );
-    let create = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: TOPIC.into(),
-            num_partitions: 3,
-            replication_factor: 1,
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
-    let Response::CreateTopics(created) = kaas.client().call(7, &create) else {
-        panic!("not CreateTopics")
-    };
-    assert_eq!(created.topics[0].error_code, 0);
+    kaas.client().create_topic(TOPIC, 3, &[]);
     kaas
 }
 

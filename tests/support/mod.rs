@@ -10,6 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use kaas_net::protocol::messages::create_topics::{
+    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
+};
 use kaas_net::protocol::{decode_response, encode_request, ApiMessage, RequestHeader, Response};
 
 /// A free loopback port (bound and released; good enough for tests on one machine).
@@ -181,6 +184,33 @@ impl WireClient {
             decode_response(R::API_KEY, version, frame).expect("decodable response");
         assert_eq!(correlation_id, self.correlation_id);
         Some(response)
+    }
+
+    /// Creates a topic (replication factor 1) with `configs`, asserting it was created.
+    pub fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
+        let request = CreateTopicsRequest {
+            topics: vec![CreatableTopic {
+                name: name.into(),
+                num_partitions: partitions,
+                replication_factor: 1,
+                configs: configs
+                    .iter()
+                    .map(|(k, v)| CreatableTopicConfig {
+                        name: k.to_string(),
+                        value: Some(v.to_string()),
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            timeout_ms: 10_000,
+            ..Default::default()
+        };
+        match self.call(7, &request) {
+            Response::CreateTopics(r) => {
+                assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0])
+            }
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     /// Writes raw bytes.
