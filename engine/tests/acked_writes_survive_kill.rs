@@ -19,9 +19,8 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::rc::Rc;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -137,73 +136,19 @@ fn acked_writes_survive_kill() {
 /// Starts a writer, waits for its first acknowledgement, lets it run for `delay`, kills it
 /// and returns every acknowledgement it printed in full.
 fn run_writer_and_kill(root: &Path, round: u64, checkpoint_ms: u64, delay: Duration) -> Vec<Ack> {
-    let exe = std::env::current_exe().expect("test binary");
-    let stderr_path = root.join(format!("writer-{round}.stderr"));
-    let mut child = Command::new(exe)
-        .args([
-            "acked_writes_survive_kill",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ROOT, root)
-        .env(CHILD_ROUND, round.to_string())
-        .env(CHILD_CHECKPOINT_MS, checkpoint_ms.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
-        .spawn()
-        .expect("start the writer");
-    let stdout = child.stdout.take().expect("writer stdout");
-    let (lines, received) = mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        loop {
-            let mut line = String::new();
-            match reader.read_line(&mut line) {
-                // A line cut short by the kill was never acknowledged in full.
-                Ok(_) if line.ends_with('\n') => {
-                    if lines.send(line).is_err() {
-                        break;
-                    }
-                }
-                _ => break,
-            }
-        }
-    });
-    let mut acks = Vec::new();
-    loop {
-        match received.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => {
-                if let Some(ack) = Ack::parse(&line) {
-                    acks.push(ack);
-                    break;
-                }
-            }
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-                panic!("round {round}: no acknowledgement from the writer; its stderr:\n{stderr}");
-            }
-        }
-    }
-    std::thread::sleep(delay);
-    let still_running = child.try_wait().expect("writer status").is_none();
-    let stderr = || std::fs::read_to_string(&stderr_path).unwrap_or_default();
-    assert!(
-        still_running,
-        "round {round}: the writer exited on its own:\n{}",
-        stderr()
+    let printed = common::child_writer::run_and_kill(
+        "acked_writes_survive_kill",
+        &[
+            (CHILD_ROOT, root.display().to_string()),
+            (CHILD_ROUND, round.to_string()),
+            (CHILD_CHECKPOINT_MS, checkpoint_ms.to_string()),
+        ],
+        &root.join(format!("writer-{round}.stderr")),
+        round,
+        delay,
+        |line| Ack::parse(line).is_some(),
     );
-    child.kill().expect("SIGKILL the writer");
-    child.wait().expect("reap the writer");
-    reader.join().expect("reader thread");
-    acks.extend(received.try_iter().filter_map(|line| Ack::parse(&line)));
-    // Writes the kernel had already accepted finish as the process is torn down; give them
-    // a moment so that none lands after the next open, as none could after a real restart.
-    std::thread::sleep(Duration::from_millis(20));
-    acks
+    printed.iter().filter_map(|line| Ack::parse(line)).collect()
 }
 
 /// Reopens the log, checks every acknowledged batch and the log's shape, appends one more

@@ -20,11 +20,9 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::rc::Rc;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use kaas_engine::{CommittedOffset, GroupChange, GroupStore};
@@ -95,82 +93,26 @@ fn group_offsets_survive_kill() {
 }
 
 fn run_writer_and_kill(root: &Path, round: u64, delay: Duration) -> (Vec<(i32, i64)>, u64) {
-    let exe = std::env::current_exe().expect("test binary");
-    let stderr_path = root.join(format!("writer-{round}.stderr"));
-    let mut child = Command::new(exe)
-        .args([
-            "group_offsets_survive_kill",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ROOT, root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr_path).expect("stderr file"))
-        .spawn()
-        .expect("start the writer");
-    let stdout = child.stdout.take().expect("writer stdout");
-    let (lines, received) = mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        loop {
-            let mut line = String::new();
-            match reader.read_line(&mut line) {
-                // A line cut short by the kill was never acknowledged in full.
-                Ok(_) if line.ends_with('\n') => {
-                    if lines.send(line).is_err() {
-                        break;
-                    }
-                }
-                _ => break,
-            }
-        }
-    });
     let parse = |line: &str| -> Option<(i32, i64)> {
         let mut fields = line.strip_prefix("ACK ")?.trim_end().split(' ');
         Some((fields.next()?.parse().ok()?, fields.next()?.parse().ok()?))
     };
     let compactions =
         |line: &str| -> Option<u64> { line.strip_prefix("COMPACTIONS ")?.trim_end().parse().ok() };
-    let mut acks = Vec::new();
-    let mut seen_compactions = 0;
-    loop {
-        match received.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => {
-                if let Some(ack) = parse(&line) {
-                    acks.push(ack);
-                    break;
-                }
-            }
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-                panic!("round {round}: no acknowledgement from the writer; its stderr:\n{stderr}");
-            }
-        }
-    }
-    std::thread::sleep(delay);
-    let still_running = child.try_wait().expect("writer status").is_none();
-    assert!(
-        still_running,
-        "round {round}: the writer exited on its own:\n{}",
-        std::fs::read_to_string(&stderr_path).unwrap_or_default()
+    let printed = common::child_writer::run_and_kill(
+        "group_offsets_survive_kill",
+        &[(CHILD_ROOT, root.display().to_string())],
+        &root.join(format!("writer-{round}.stderr")),
+        round,
+        delay,
+        |line| parse(line).is_some(),
     );
-    child.kill().expect("SIGKILL the writer");
-    child.wait().expect("reap the writer");
-    reader.join().expect("reader thread");
-    for line in received.try_iter() {
-        if let Some(ack) = parse(&line) {
-            acks.push(ack);
-        }
-        if let Some(count) = compactions(&line) {
-            seen_compactions = seen_compactions.max(count);
-        }
-    }
-    // Writes the kernel had already accepted finish as the process is torn down.
-    std::thread::sleep(Duration::from_millis(20));
+    let acks = printed.iter().filter_map(|line| parse(line)).collect();
+    let seen_compactions = printed
+        .iter()
+        .filter_map(|line| compactions(line))
+        .max()
+        .unwrap_or(0);
     (acks, seen_compactions)
 }
 

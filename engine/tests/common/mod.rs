@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod child_writer;
 pub mod tmpfs;
 
 use std::future::Future;
