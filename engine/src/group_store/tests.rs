@@ -262,6 +262,21 @@ async fn scratch_disk() -> (tempfile::TempDir, Storage) {
     (dir, storage)
 }
 
+/// Starts applying a commit of `offset` in the background; the flag is set when it returns.
+fn spawn_commit(store: &GroupStore, offset: i64) -> (glommio::Task<Result<()>>, Rc<Cell<bool>>) {
+    let done = Rc::new(Cell::new(false));
+    let task = {
+        let store = store.clone();
+        let done = done.clone();
+        glommio::spawn_local(async move {
+            let result = store.apply(vec![commit("t", 0, offset)]).await;
+            done.set(true);
+            result
+        })
+    };
+    (task, done)
+}
+
 /// Yields until a flush is writing (true) or `task` is done (false).
 async fn until_flushing(store: &GroupStore, done: &Cell<bool>) -> bool {
     loop {
@@ -282,18 +297,7 @@ fn changes_are_invisible_until_durable() {
         let store = GroupStore::open(&storage, "g").await.expect("open");
         let mut observed = 0;
         for attempt in 0..50 {
-            let done = Rc::new(Cell::new(false));
-            let task = {
-                let store = store.clone();
-                let done = done.clone();
-                glommio::spawn_local(async move {
-                    store
-                        .apply(vec![commit("t", 0, attempt)])
-                        .await
-                        .expect("apply");
-                    done.set(true);
-                })
-            };
+            let (task, done) = spawn_commit(&store, attempt);
             if until_flushing(&store, &done).await && !done.get() {
                 observed += 1;
                 let visible = store.offset("t", 0).map(|c| c.offset);
@@ -303,7 +307,7 @@ fn changes_are_invisible_until_durable() {
                     "a change is visible before its fdatasync returned"
                 );
             }
-            task.await;
+            task.await.expect("apply");
             assert_eq!(store.offset("t", 0), Some(committed(attempt)));
         }
         assert!(observed > 0, "never saw a flush in progress");
@@ -317,16 +321,7 @@ fn delete_fails_applies_waiting_behind_a_flush() {
         let mut refused = 0;
         for _ in 0..50 {
             let store = GroupStore::open(&storage, "g").await.expect("open");
-            let done = Rc::new(Cell::new(false));
-            let first = {
-                let store = store.clone();
-                let done = done.clone();
-                glommio::spawn_local(async move {
-                    let result = store.apply(vec![commit("t", 0, 1)]).await;
-                    done.set(true);
-                    result
-                })
-            };
+            let (first, done) = spawn_commit(&store, 1);
             if !until_flushing(&store, &done).await {
                 first.await.expect("apply");
                 store.delete().await.expect("delete");
@@ -571,16 +566,7 @@ fn a_flush_cancelled_midway_poisons_the_store() {
         let mut cancelled = false;
         let mut last_acked = 1;
         for _ in 0..50 {
-            let done = Rc::new(Cell::new(false));
-            let task = {
-                let store = store.clone();
-                let done = done.clone();
-                glommio::spawn_local(async move {
-                    let result = store.apply(vec![commit("t", 0, 2)]).await;
-                    done.set(true);
-                    result
-                })
-            };
+            let (task, done) = spawn_commit(&store, 2);
             if until_flushing(&store, &done).await && !done.get() {
                 assert!(task.cancel().await.is_none());
                 cancelled = true;
