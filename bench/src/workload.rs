@@ -573,14 +573,7 @@ fn run_load(
                 Ok(Ok(outcome)) => {
                     e2e_recorder.merge(&outcome.recorder);
                     totals.consumed += outcome.received;
-                    errors.extend(outcome.errors.into_iter().take(3));
-                    let (count, messages) = outcome.client_errors;
-                    if count > 0 {
-                        errors.push(format!(
-                            "consumer client errors: {count} ({})",
-                            messages.join(" | ")
-                        ));
-                    }
+                    note_consumer_errors(&mut errors, outcome.errors, outcome.client_errors);
                 }
                 Ok(Err(error)) => errors.push(format!("consumer failed: {error:#}")),
                 Err(_) => errors.push("consumer thread panicked".into()),
@@ -727,14 +720,7 @@ fn run_consume(
                     if !outcome.complete && !warmup {
                         time_limited = true;
                     }
-                    errors.extend(outcome.errors.into_iter().take(3));
-                    let (count, messages) = outcome.client_errors;
-                    if count > 0 {
-                        errors.push(format!(
-                            "consumer client errors: {count} ({})",
-                            messages.join(" | ")
-                        ));
-                    }
+                    note_consumer_errors(&mut errors, outcome.errors, outcome.client_errors);
                 }
                 Ok(Err(error)) => errors.push(format!("consumer failed: {error:#}")),
                 Err(_) => errors.push("consumer thread panicked".into()),
@@ -776,4 +762,19 @@ fn run_consume(
         errors,
         notes,
     })
+}
+
+/// A consumer's own errors (the first three) and a count of its client's errors.
+fn note_consumer_errors(
+    errors: &mut Vec<String>,
+    own: Vec<String>,
+    (count, messages): (u64, Vec<String>),
+) {
+    errors.extend(own.into_iter().take(3));
+    if count > 0 {
+        errors.push(format!(
+            "consumer client errors: {count} ({})",
+            messages.join(" | ")
+        ));
+    }
 }
