@@ -489,6 +489,31 @@ func describeAssignment(ctx context.Context, adm *kadm.Client, group, topic stri
 }
 
 // checkCoverage asserts that the processed offsets cover [0, end) of every partition.
+// checkGroupConsumption checks every member's events (no committed record read again after
+// an assignment, reads dense) and that together they consumed every offset up to ends.
+func checkGroupConsumption(all []*member, ends map[int32]int64) {
+	seen := map[int32]map[int64]bool{}
+	resumed := 0
+	for _, m := range all {
+		resumed += checkMemberEvents(m, seen)
+	}
+	check(resumed > 0, "no partition changed hands after records were committed; nothing was checked")
+	checkCoverage(seen, ends)
+}
+
+// closeAndCheckGone closes m, which leaves the group (how: `how`), and checks the broker no
+// longer lists it right away, without waiting for its session to end.
+func closeAndCheckGone(adm *kadm.Client, group, topic string, m *member, how string) {
+	id, _ := m.memberID()
+	m.close()
+	ctx, cancel := timeout()
+	view, err := describeAssignment(ctx, adm, group, topic)
+	cancel()
+	must(err, "describing the group after a member left")
+	_, still := view.members[id]
+	check(!still, "member %s left (%s) but the group still lists it", id, how)
+}
+
 func checkCoverage(seen map[int32]map[int64]bool, ends map[int32]int64) {
 	for p, end := range ends {
 		for o := int64(0); o < end; o++ {
