@@ -54,31 +54,17 @@ func groupResumeCommit(c *Ctx) {
 		half[p] = e / 2
 	}
 
-	cl := c.Client(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(groupSessionMs*time.Millisecond),
-		kgo.HeartbeatInterval(time.Second))
+	cl := resumeMember(c, group, topic)
 	defer cl.Close()
 	next := map[int32]int64{}
-	deadline := time.Now().Add(90 * time.Second)
-	for !reachedHalf(next, half) {
-		check(time.Now().Before(deadline), "did not read half of every partition within 90s: at %v, want %v", next, half)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		fs.EachError(func(t string, p int32, err error) {
-			if err != context.DeadlineExceeded {
-				failf("fetch %s/%d: %v", t, p, err)
-			}
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset >= half[r.Partition] {
-				return
-			}
-			want := next[r.Partition]
-			check(r.Offset == want, "partition %d: record %d after %d", r.Partition, r.Offset, want-1)
-			next[r.Partition] = r.Offset + 1
-		})
-	}
+	pollUntilReached(cl, next, half, "half of every partition", func(r *kgo.Record) {
+		if r.Offset >= half[r.Partition] {
+			return
+		}
+		want := next[r.Partition]
+		check(r.Offset == want, "partition %d: record %d after %d", r.Partition, r.Offset, want-1)
+		next[r.Partition] = r.Offset + 1
+	})
 	commit := map[string]map[int32]kgo.EpochOffset{topic: {}}
 	for p, h := range half {
 		commit[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: h}
@@ -101,6 +87,32 @@ func groupResumeCommit(c *Ctx) {
 	must(commitErr, "committing half of every partition")
 	checkCommitted(adm, group, topic, half, "after the commit")
 	fmt.Printf("committed %v of %v in group %s\n", half, ends, group)
+}
+
+// resumeMember is a member of the resume scenarios' group: manual commits, from the start
+// of every partition without one.
+func resumeMember(c *Ctx, group, topic string) *kgo.Client {
+	return c.Client(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(groupSessionMs*time.Millisecond),
+		kgo.HeartbeatInterval(time.Second))
+}
+
+// pollUntilReached polls until next has reached target on every partition (within 90 s),
+// handing every record to onRecord; `what` names the goal in the failure.
+func pollUntilReached(cl *kgo.Client, next, target map[int32]int64, what string, onRecord func(*kgo.Record)) {
+	deadline := time.Now().Add(90 * time.Second)
+	for !reachedHalf(next, target) {
+		check(time.Now().Before(deadline), "did not read %s within 90s: at %v, want %v", what, next, target)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachError(func(t string, p int32, err error) {
+			if err != context.DeadlineExceeded {
+				failf("fetch %s/%d: %v", t, p, err)
+			}
+		})
+		fs.EachRecord(onRecord)
+	}
 }
 
 func reachedHalf(next, half map[int32]int64) bool {
@@ -138,31 +150,17 @@ func groupResumeCheck(c *Ctx) {
 
 	first := map[int32]int64{}
 	next := map[int32]int64{}
-	cl := c.Client(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.SessionTimeout(groupSessionMs*time.Millisecond),
-		kgo.HeartbeatInterval(time.Second))
+	cl := resumeMember(c, group, topic)
 	defer cl.Close()
-	deadline := time.Now().Add(90 * time.Second)
-	for !reachedHalf(next, ends) {
-		check(time.Now().Before(deadline), "did not read to the end within 90s: at %v, want %v", next, ends)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		fs.EachError(func(t string, p int32, err error) {
-			if err != context.DeadlineExceeded {
-				failf("fetch %s/%d: %v", t, p, err)
-			}
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			if _, ok := first[r.Partition]; !ok {
-				first[r.Partition] = r.Offset
-				checkEq(half[r.Partition], r.Offset, fmt.Sprintf("first offset read from partition %d (the committed one)", r.Partition))
-				next[r.Partition] = r.Offset
-			}
-			checkEq(next[r.Partition], r.Offset, fmt.Sprintf("next offset of partition %d", r.Partition))
-			next[r.Partition] = r.Offset + 1
-		})
-	}
+	pollUntilReached(cl, next, ends, "to the end", func(r *kgo.Record) {
+		if _, ok := first[r.Partition]; !ok {
+			first[r.Partition] = r.Offset
+			checkEq(half[r.Partition], r.Offset, fmt.Sprintf("first offset read from partition %d (the committed one)", r.Partition))
+			next[r.Partition] = r.Offset
+		}
+		checkEq(next[r.Partition], r.Offset, fmt.Sprintf("next offset of partition %d", r.Partition))
+		next[r.Partition] = r.Offset + 1
+	})
 	ctx, cancel := timeout()
 	defer cancel()
 	must(cl.CommitUncommittedOffsets(ctx), "committing the end")
