@@ -28,6 +28,36 @@ pub enum GroupState {
     Consumer(ConsumerGroup),
 }
 
+impl GroupState {
+    /// The classic group a JoinGroup joins: an empty consumer group becomes a classic one;
+    /// `None` while a consumer group has members (the protocols do not mix).
+    pub fn classic_for_join(&mut self, group_id: &str) -> Option<&mut ClassicGroup> {
+        if matches!(self, GroupState::Consumer(consumer) if consumer.is_empty()) {
+            *self = GroupState::Classic(ClassicGroup::new(group_id));
+        }
+        match self {
+            GroupState::Classic(classic) => Some(classic),
+            GroupState::Consumer(_) => None,
+        }
+    }
+
+    /// The consumer group a ConsumerGroupHeartbeat addresses: an empty classic group becomes
+    /// one when a member joins; `None` for a classic group otherwise.
+    pub fn consumer_for_heartbeat(
+        &mut self,
+        group_id: &str,
+        joining: bool,
+    ) -> Option<&mut ConsumerGroup> {
+        if matches!(self, GroupState::Classic(classic) if classic.is_empty() && joining) {
+            *self = GroupState::Consumer(ConsumerGroup::new(group_id));
+        }
+        match self {
+            GroupState::Consumer(consumer) => Some(consumer),
+            GroupState::Classic(_) => None,
+        }
+    }
+}
+
 /// A group: protocol state plus its committed offsets and persisted metadata.
 pub struct Group {
     /// Group id.

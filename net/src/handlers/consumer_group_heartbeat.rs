@@ -5,8 +5,7 @@ use std::rc::Rc;
 
 use crate::broker::shard::Shard;
 use crate::groups::clock::monotonic_ms;
-use crate::groups::consumer_group::{ConsumerGroup, Heartbeat, HeartbeatResult};
-use crate::groups::group::GroupState;
+use crate::groups::consumer_group::{Heartbeat, HeartbeatResult};
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::consumer_group_heartbeat::{
     Assignment, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, TopicPartitions,
@@ -76,21 +75,18 @@ async fn heartbeat_on_coordinator(
     let _busy = group.busy();
     let topics = shard.groups.topics();
     let config = shard.groups.config.consumer();
-    let result = {
-        let mut state = group.state.borrow_mut();
-        if let GroupState::Classic(classic) = &*state {
-            if !classic.is_empty() || !joining {
-                return Err((
-                    ErrorCode::GroupIdNotFound,
-                    format!("Group {group_id} is not a consumer group."),
-                ));
-            }
-            *state = GroupState::Consumer(ConsumerGroup::new(group_id));
+    let result = match group
+        .state
+        .borrow_mut()
+        .consumer_for_heartbeat(group_id, joining)
+    {
+        Some(consumer) => consumer.heartbeat(heartbeat, &topics, &config, monotonic_ms()),
+        None => {
+            return Err((
+                ErrorCode::GroupIdNotFound,
+                format!("Group {group_id} is not a consumer group."),
+            ))
         }
-        let GroupState::Consumer(consumer) = &mut *state else {
-            unreachable!("converted above")
-        };
-        consumer.heartbeat(heartbeat, &topics, &config, monotonic_ms())
     };
     if result.changed {
         group.mark_consumer_changed();

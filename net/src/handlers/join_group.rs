@@ -3,9 +3,8 @@
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
-use crate::groups::classic::{ClassicGroup, ClassicGroupConfig, JoinRequest, JoinResult, Reply};
+use crate::groups::classic::{JoinRequest, JoinResult, Reply};
 use crate::groups::clock::monotonic_ms;
-use crate::groups::group::GroupState;
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::join_group::{
     JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember,
@@ -61,12 +60,13 @@ async fn join_on_coordinator(shard: &Shard, group_id: &str, join: JoinRequest) -
         Ok(group) => group,
         Err(error) => return JoinResult::error(error, &member_id),
     };
-    let reply = join_state(
-        &mut group.state.borrow_mut(),
-        group_id,
-        join,
-        &shard.groups.config.classic,
-    );
+    let reply = match group.state.borrow_mut().classic_for_join(group_id) {
+        Some(classic) => classic.join(join, &shard.groups.config.classic, monotonic_ms()),
+        None => Reply::Now(JoinResult::error(
+            ErrorCode::InconsistentGroupProtocol,
+            &member_id,
+        )),
+    };
     group.persist_if_changed().await;
     match reply {
         Reply::Now(result) => result,
@@ -77,29 +77,6 @@ async fn join_on_coordinator(shard: &Shard, group_id: &str, join: JoinRequest) -
                 JoinResult::error(ErrorCode::CoordinatorNotAvailable, &member_id)
             })
         }
-    }
-}
-
-/// Joins a classic group; an empty KIP-848 group becomes a classic one, a non-empty one
-/// refuses the classic protocol.
-fn join_state(
-    state: &mut GroupState,
-    group_id: &str,
-    join: JoinRequest,
-    config: &ClassicGroupConfig,
-) -> Reply<JoinResult> {
-    match state {
-        GroupState::Classic(classic) => classic.join(join, config, monotonic_ms()),
-        GroupState::Consumer(consumer) if consumer.is_empty() => {
-            let mut classic = ClassicGroup::new(group_id);
-            let reply = classic.join(join, config, monotonic_ms());
-            *state = GroupState::Classic(classic);
-            reply
-        }
-        GroupState::Consumer(_) => Reply::Now(JoinResult::error(
-            ErrorCode::InconsistentGroupProtocol,
-            &join.member_id,
-        )),
     }
 }
 
