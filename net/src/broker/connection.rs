@@ -8,28 +8,27 @@
 //!
 //! Bad input closes the connection: a size prefix that is negative or above
 //! `max_request_bytes`, a frame too short for a header, an unknown API or version (except
-//! ApiVersions, which is answered in v0 with UNSUPPORTED_VERSION), a malformed body. The frame
-//! buffer grows only as bytes arrive, so a size prefix never drives an allocation by itself,
-//! and the request bytes in flight on one connection never exceed `max_request_bytes`: a
-//! frame is read only once earlier requests have released enough of that budget.
+//! ApiVersions, which is answered in v0 with UNSUPPORTED_VERSION), a malformed body. Frames
+//! are read by [`FrameReader`], whose buffers follow the bytes that arrive rather than a size
+//! prefix, and the request bytes in flight on one connection never exceed
+//! `max_request_bytes`: a frame is read only once earlier requests have released enough of
+//! that budget.
 
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 
-use bytes::{Bytes, BytesMut};
-use futures_lite::io::{AsyncRead, AsyncReadExt};
+use bytes::Bytes;
+use futures_lite::io::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::sync::Semaphore;
 use glommio::task::JoinHandle;
 
 use crate::broker::dispatch;
+use crate::broker::frame_reader::FrameReader;
 use crate::broker::shard::Shard;
 use crate::broker::socket_writer::write_all_vectored;
 use crate::protocol::{decode_request, FrameError};
-
-/// Bytes read from the socket at a time while a frame arrives.
-const READ_STEP: usize = 64 << 10;
 
 type Pending = JoinHandle<Option<Vec<Bytes>>>;
 
@@ -39,7 +38,8 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
     let fd = stream.as_raw_fd();
     let peer = stream.peer_addr().ok();
     shard.metrics.connection(1);
-    let (mut reader, mut writer) = futures_lite::io::split(stream);
+    let (reader, mut writer) = futures_lite::io::split(stream);
+    let mut reader = FrameReader::new(fd, reader);
     let (queue, responses) =
         async_channel::bounded::<Pending>(shard.config.max_in_flight_per_connection.max(1));
     let metrics = shard.metrics.clone();
@@ -74,17 +74,16 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
 /// Reads and dispatches frames; `Err` carries why the connection must close.
 async fn read_requests<R: AsyncRead + Unpin>(
     shard: &Rc<Shard>,
-    reader: &mut R,
+    reader: &mut FrameReader<R>,
     queue: &async_channel::Sender<Pending>,
     peer: Option<SocketAddr>,
 ) -> Result<(), &'static str> {
     let budget = Rc::new(Semaphore::new(shard.config.max_request_bytes as u64));
     loop {
-        let mut size = [0u8; 4];
-        if reader.read_exact(&mut size).await.is_err() {
-            return Ok(());
-        }
-        let size = i32::from_be_bytes(size);
+        let size = match reader.read_size().await {
+            Ok(Some(size)) => size,
+            Ok(None) | Err(_) => return Ok(()),
+        };
         if size < 0 || size as usize > shard.config.max_request_bytes {
             return Err("frame size out of bounds");
         }
@@ -92,7 +91,8 @@ async fn read_requests<R: AsyncRead + Unpin>(
             .acquire_static_permit((size as u64).max(1))
             .await
             .map_err(|_| "connection budget closed")?;
-        let frame = read_frame(reader, size as usize)
+        let frame = reader
+            .read_frame(size as usize)
             .await
             .map_err(|_| "connection closed mid-frame")?;
         shard.metrics.request(
@@ -133,18 +133,4 @@ async fn read_requests<R: AsyncRead + Unpin>(
             return Ok(());
         }
     }
-}
-
-/// Reads exactly `size` bytes, growing the buffer only as data arrives: each step reads at
-/// most as much as already arrived (at least 64 KiB), so the buffer doubles — few
-/// reallocations — and never holds more than twice what was received.
-async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, size: usize) -> std::io::Result<Bytes> {
-    let mut frame = BytesMut::with_capacity(size.min(READ_STEP));
-    while frame.len() < size {
-        let step = (size - frame.len()).min(READ_STEP.max(frame.len()));
-        let start = frame.len();
-        frame.resize(start + step, 0);
-        reader.read_exact(&mut frame[start..]).await?;
-    }
-    Ok(frame.freeze())
 }

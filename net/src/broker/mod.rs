@@ -4,6 +4,7 @@ pub mod cluster_view;
 pub mod config;
 pub mod connection;
 pub mod dispatch;
+pub mod frame_reader;
 pub mod metrics;
 pub mod producer_ids;
 pub mod router;
