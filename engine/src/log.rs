@@ -27,10 +27,12 @@ use crate::config::{LogConfig, TimestampType};
 use crate::error::{EngineError, Result};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{snapshot_file_name, ProducerStateTable, SequenceCheck};
+use crate::read_ahead::{NextRead, ReadAhead};
 use crate::record_timestamps;
 use crate::recovery;
 use crate::segment::{self, Segment};
 use crate::segment_appender::SegmentAppender;
+use crate::segment_reader::BatchRead;
 use crate::storage::Storage;
 use crate::tail_cache::TailCache;
 
@@ -174,6 +176,8 @@ struct Shared {
     last_append_ms: Cell<i64>,
     /// When a reader last read; appends fill the tail cache only while readers are active.
     last_read: Cell<Option<std::time::Instant>>,
+    /// The next window of a sequential reader, read while the last one is on its way.
+    read_ahead: RefCell<ReadAhead>,
 }
 
 /// One partition's log. Cheap to clone (a shared handle on one shard).
@@ -202,6 +206,7 @@ impl PartitionLog {
                 checkpoint_lock: Semaphore::new(1),
                 last_append_ms: Cell::new(0),
                 last_read: Cell::new(None),
+                read_ahead: RefCell::new(ReadAhead::default()),
             }),
         })
     }
@@ -285,11 +290,21 @@ impl PartitionLog {
         self.shared.state.borrow().segments.len()
     }
 
-    /// Gives back the tail cache's memory when nothing was appended for `idle_ms`, so a
-    /// partition that was busy once does not hold its newest batches forever.
+    /// Gives back the tail cache's memory when nothing was appended for `idle_ms`, and the
+    /// read-ahead window when nothing was read for as long, so a partition that was busy once
+    /// does not hold memory forever.
     pub fn release_memory_if_idle(&self, now_ms: i64, idle_ms: i64) {
         if now_ms - self.shared.last_append_ms.get() >= idle_ms {
             self.shared.state.borrow_mut().tail_cache.release();
+        }
+        let idle = std::time::Duration::from_millis(idle_ms.max(0) as u64);
+        if self
+            .shared
+            .last_read
+            .get()
+            .is_none_or(|read| read.elapsed() >= idle)
+        {
+            self.shared.read_ahead.borrow_mut().release();
         }
     }
 
@@ -683,25 +698,62 @@ impl PartitionLog {
                 log_start_offset,
             )
         };
-        let start = match hint {
-            Some(position) => position,
-            None => self.lookup_sealed_position(segment_base, offset).await?,
+        let claimed = self
+            .shared
+            .read_ahead
+            .borrow_mut()
+            .claim(segment_base, offset);
+        let (start, first_window) = match claimed {
+            Some(window) => {
+                let position = window.position;
+                match window.bytes().await {
+                    Some(bytes) => (position, Some(bytes)),
+                    None => (self.start_position(segment_base, hint, offset).await?, None),
+                }
+            }
+            None => (self.start_position(segment_base, hint, offset).await?, None),
         };
-        let chunks = segment::read_batches(
-            &file,
+        let read = BatchRead {
+            file: &file,
             start,
             readable_end,
             offset,
-            high_watermark,
+            upper: high_watermark,
             max_bytes,
-        )
+        }
+        .run(first_window)
         .await
         .map_err(|e| EngineError::io("reading a segment", e))?;
+        if let Some((position, next_offset)) = read.end.filter(|&(end, _)| end < readable_end) {
+            self.shared.read_ahead.borrow_mut().start(
+                &file,
+                NextRead {
+                    segment_base,
+                    next_offset,
+                    position,
+                    len: read.window.min((readable_end - position) as usize),
+                },
+            );
+        }
         Ok(FetchedRecords {
-            chunks,
+            chunks: read.chunks,
             high_watermark,
             log_start_offset,
         })
+    }
+
+    /// Where a read of `offset` in a segment starts: the active index's `hint`, or a lookup
+    /// in the sealed segment's index.
+    async fn start_position(
+        &self,
+        segment_base: u64,
+        hint: Option<u64>,
+        offset: u64,
+    ) -> Result<u64> {
+        match hint {
+            Some(position) => Ok(position),
+            None => self.lookup_sealed_position(segment_base, offset).await,
+        }
     }
 
     /// Loads a sealed segment's index on first use and looks `offset` up in it.

@@ -13,9 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use bytes::Bytes;
-
-use crate::batch::{self, BatchHeader};
+use crate::batch::BatchHeader;
 use crate::config::LogConfig;
 use crate::error::{EngineError, Result};
 use crate::offset_index::{OffsetIndex, OffsetIndexView, OFFSET_INDEX_ENTRY_LEN};
@@ -381,67 +379,5 @@ impl SealJob {
             .map_err(|e| EngineError::io(context, e))?;
         self.index.run(storage, dir).await?;
         Ok(())
-    }
-}
-
-/// Reads whole batches from `file` starting at `start` (an index position at or before the
-/// batch holding `offset`), skipping batches below `offset`, stopping before `upper` or
-/// `readable_end`, at `max_bytes` (but returning at least one batch).
-pub(crate) async fn read_batches(
-    file: &LogFile,
-    start: u64,
-    readable_end: u64,
-    offset: u64,
-    upper: u64,
-    max_bytes: usize,
-) -> std::io::Result<Vec<Bytes>> {
-    const MIN_READ: usize = 64 << 10;
-    let mut position = start;
-    while position < readable_end {
-        let window = (max_bytes.max(MIN_READ) as u64).min(readable_end - position) as usize;
-        let bytes = file.read_at(position, window).await?;
-        let mut cursor = 0usize;
-        let mut wanted: Option<usize> = None;
-        while cursor + batch::BATCH_HEADER_LEN <= bytes.len() {
-            let Ok(header) = BatchHeader::parse(&bytes[cursor..]) else {
-                // Only whole, validated batches lie below the high watermark; anything
-                // else ends the read rather than being served.
-                return Ok(slice_from(&bytes, wanted, cursor));
-            };
-            let total = header.total_len();
-            if header.base_offset as u64 >= upper {
-                return Ok(slice_from(&bytes, wanted, cursor));
-            }
-            if (header.next_offset() as u64) <= offset {
-                cursor += total;
-                continue;
-            }
-            let first = *wanted.get_or_insert(cursor);
-            if cursor + total > bytes.len() || cursor + total - first > max_bytes {
-                if first == cursor {
-                    // The first wanted batch is larger than the window: read exactly it.
-                    let whole = file.read_at(position + cursor as u64, total).await?;
-                    return Ok(if whole.len() == total {
-                        vec![whole]
-                    } else {
-                        vec![]
-                    });
-                }
-                return Ok(slice_from(&bytes, wanted, cursor));
-            }
-            cursor += total;
-        }
-        if wanted.is_some() || cursor == 0 {
-            return Ok(slice_from(&bytes, wanted, cursor));
-        }
-        position += cursor as u64;
-    }
-    Ok(Vec::new())
-}
-
-fn slice_from(bytes: &Bytes, first: Option<usize>, end: usize) -> Vec<Bytes> {
-    match first {
-        Some(from) if end > from => vec![bytes.slice(from..end)],
-        _ => Vec::new(),
     }
 }
