@@ -159,6 +159,11 @@ impl SealedIndex {
         })
     }
 
+    /// Byte position of the batch the last valid offset-index entry names.
+    pub fn last_entry_position(&self) -> Option<u64> {
+        self.lookup(u32::MAX)
+    }
+
     fn lookup(&self, rel_offset: u32) -> Option<u64> {
         let bytes = self.offsets.as_deref()?;
         OffsetIndexView::new(bytes)
