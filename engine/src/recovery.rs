@@ -4,17 +4,33 @@
 //!    leader-epoch checkpoint; leftover `*.tmp` files from interrupted checkpoints go.
 //! 2. Segments wholly below the recovery point are trusted as sealed: their size is the file
 //!    size (sealing truncated it exactly) and their newest timestamp comes from the time
-//!    index (sealing and checkpoints write an entry for it). Their index files must exist
-//!    and hold only valid entries; a missing or damaged one moves the scan start back to
-//!    the start of its segment, which rebuilds it.
+//!    index (sealing and checkpoints write an entry for it). A checkpoint waits for a
+//!    running seal before it writes the recovery point, so this holds for what the log
+//!    writes; recovery still verifies it cheaply. Their index files must exist and hold
+//!    only valid entries, and the file must end the way sealing leaves it (whole intact
+//!    batches from the last offset-index entry to the end of the file, the last one ending
+//!    at the next segment's base). Otherwise the scan start moves back to the start of that
+//!    segment, which rebuilds and seals it.
 //! 3. From the recovery point every batch is validated (framing, magic, CRC-32C, offsets
 //!    dense); index entries, leader epochs and producer state are rebuilt from the batches
 //!    seen. The whole log is validated instead when the checkpoint is missing or corrupt,
 //!    when the leader-epoch checkpoint is, or when the segment holding the recovery point
 //!    is shorter than the point (it was cut behind our back). The first torn or corrupt
-//!    batch ends the log: its segment is truncated there and later segments are deleted.
-//!    Recovery time therefore depends on the bytes written after the last checkpoint, not
-//!    on the size of the log.
+//!    batch of the last segment ends the log there. In an earlier segment, what the scan
+//!    stops at depends on where its valid batches end:
+//!    - exactly at the next segment's base offset (last offset + 1 == next base): the
+//!      segment is whole, and what follows its batches is the zero padding of the last
+//!      page or the preallocated space that a seal cut short by a crash had not removed
+//!      yet (a roll seals the old segment in the background). No offset of this segment
+//!      can lie past that point, since every later offset was appended to a later segment,
+//!      so nothing acknowledged is there: the file is truncated after its last batch, its
+//!      indexes are rewritten and synced (it is sealed) and the later segments are kept;
+//!    - anywhere else: batches that later segments follow are missing, so the segment is
+//!      truncated after its last intact batch and all later segments are deleted.
+//!
+//!    Every earlier segment recovery scans is sealed before the log opens. Recovery time
+//!    therefore depends on the bytes written after the last checkpoint (plus one batch or
+//!    index interval read per trusted segment), not on the size of the log.
 //! 4. The active (last) segment is fdatasync'd so everything recovery kept is durable, and
 //!    the partial last page is read back for the write-behind buffer.
 
