@@ -165,6 +165,10 @@ struct Shared {
     state: RefCell<LogState>,
     /// Serialises appends, rolls and the capture step of a checkpoint.
     append_lock: Semaphore,
+    /// Held by the running seal; waiting for it is acquiring (and dropping) a permit.
+    seal_lock: Rc<Semaphore>,
+    /// The running (or last) seal. Dropping the log cancels it, as a crash would stop it.
+    seal_task: RefCell<Option<glommio::Task<()>>>,
     flush_running: Cell<bool>,
     flush_waiters: RefCell<Vec<oneshot::Sender<()>>>,
     /// Readers waiting for the high watermark to move.
@@ -200,6 +204,8 @@ impl PartitionLog {
                 config: RefCell::new(config),
                 state: RefCell::new(state),
                 append_lock: Semaphore::new(1),
+                seal_lock: Rc::new(Semaphore::new(1)),
+                seal_task: RefCell::new(None),
                 flush_running: Cell::new(false),
                 flush_waiters: RefCell::new(Vec::new()),
                 data_waiters: RefCell::new(Vec::new()),
@@ -485,9 +491,18 @@ impl PartitionLog {
         Ok(too_big || too_old || offsets_exhausted)
     }
 
-    /// Seals the active segment and starts a new one at the log end offset. The caller
-    /// holds the append lock.
+    /// Starts a new segment at the log end offset and seals the old one in the background
+    /// (see "Rolling and sealing" above). The caller holds the append lock.
     async fn roll(&self, now_ms: i64) -> Result<()> {
+        let sealing = self
+            .shared
+            .seal_lock
+            .clone()
+            .acquire_static_permit(1)
+            .await
+            .map_err(|_| EngineError::Closed)?;
+        // The previous seal may have failed: then the log is poisoned.
+        self.shared.state.borrow().check_usable()?;
         let end = self.shared.state.borrow().next_offset;
         self.flush_to(end).await?;
         let config = self.config();
@@ -500,34 +515,58 @@ impl PartitionLog {
             config.write_chunk_bytes,
             config.preallocate_step,
         );
-        let sealed_base = {
+        let (sealed_base, job) = {
             let mut state = self.shared.state.borrow_mut();
             state.appender = new_appender;
-            let sealed_base = state.active()?.base_offset;
+            let sealed = state.active_mut()?;
+            let sealed_base = sealed.base_offset;
+            let job = sealed.seal_job();
             state.segments.insert(end, new_segment);
-            sealed_base
+            (sealed_base, job)
         };
         tracing::debug!(dir = %self.shared.dir.display(), sealed_base, new_base = end, now_ms, "rolled segment");
-        let sealing = {
-            let mut state = self.shared.state.borrow_mut();
-            state.segments.get_mut(&sealed_base).map(Segment::seal_job)
-        };
-        if let Some(job) = sealing {
-            if let Err(e) = job.run(&self.shared.storage, &self.shared.dir).await {
-                self.poison(&e);
-                return Err(e);
+        let log = Rc::downgrade(&self.shared);
+        let storage = self.shared.storage.clone();
+        let dir = self.shared.dir.clone();
+        let task = glommio::spawn_local(async move {
+            let result = job.run(&storage, &dir).await;
+            if let Some(shared) = log.upgrade() {
+                PartitionLog { shared }.end_seal(sealed_base, result);
             }
-            if let Some(segment) = self
-                .shared
-                .state
-                .borrow_mut()
-                .segments
-                .get_mut(&sealed_base)
-            {
-                segment.mark_sealed();
+            drop(sealing);
+        });
+        *self.shared.seal_task.borrow_mut() = Some(task);
+        Ok(())
+    }
+
+    /// Records the outcome of a background seal: the segment's indexes are read from its
+    /// files from now on, or the log is poisoned.
+    fn end_seal(&self, sealed_base: u64, result: Result<()>) {
+        match result {
+            Ok(()) => {
+                if let Some(segment) = self
+                    .shared
+                    .state
+                    .borrow_mut()
+                    .segments
+                    .get_mut(&sealed_base)
+                {
+                    segment.mark_sealed();
+                }
+            }
+            Err(error) => {
+                self.poison(&error);
+                // Long-polling readers see the failure now rather than at their timeout.
+                for waiter in self.shared.data_waiters.take() {
+                    let _ = waiter.send(());
+                }
             }
         }
-        Ok(())
+    }
+
+    /// Waits until no seal is running (the one running now, if any, has ended).
+    async fn wait_for_seal(&self) {
+        let _ = self.shared.seal_lock.acquire_permit(1).await;
     }
 
     /// Rolls the active segment if it is older than `segment.ms` (called periodically, so an
@@ -886,6 +925,8 @@ impl PartitionLog {
     }
 
     async fn delete_segments_below_start(&self) -> Result<usize> {
+        // A seal still writing a doomed segment's index files would recreate them.
+        self.wait_for_seal().await;
         let doomed: Vec<Segment> = {
             let mut state = self.shared.state.borrow_mut();
             let start = state.log_start_offset;
@@ -964,6 +1005,11 @@ impl PartitionLog {
             }
             (point, snapshot, epochs)
         };
+        // Recovery trusts every segment below the recovery point as sealed (exact size,
+        // complete indexes), so a seal still running must end first; one that failed has
+        // poisoned the log and no recovery point is written.
+        self.wait_for_seal().await;
+        self.shared.state.borrow().check_usable()?;
         let storage = &self.shared.storage;
         let dir = &self.shared.dir;
         storage
@@ -978,27 +1024,41 @@ impl PartitionLog {
         recovery::remove_old_snapshots(storage, dir, SNAPSHOTS_KEPT).await
     }
 
-    /// Flushes, checkpoints and closes the log. Further calls on any handle fail with
-    /// [`EngineError::Closed`].
+    /// Flushes, checkpoints and closes the log, after the running seal (if any) has ended.
+    /// Further calls on any handle fail with [`EngineError::Closed`]. A seal that failed
+    /// after the checkpoint is reported as [`EngineError::Poisoned`].
     pub async fn close(&self) -> Result<()> {
-        let result = if self.is_poisoned() {
+        let poisoned_before = self.is_poisoned();
+        let result = if poisoned_before {
             Ok(())
         } else {
             self.checkpoint().await
         };
-        let files = {
+        {
+            // An append in the middle of a roll finishes it (and starts its seal) first.
+            let _permit = self.lock_appends().await.ok();
             let mut state = self.shared.state.borrow_mut();
             state.closed = true;
             state.tail_cache.clear();
-            std::mem::take(&mut state.segments)
-        };
+        }
         self.shared.append_lock.close();
+        self.wait_for_seal().await;
+        self.shared.seal_task.borrow_mut().take();
+        let (files, poisoned) = {
+            let mut state = self.shared.state.borrow_mut();
+            (std::mem::take(&mut state.segments), state.poisoned.clone())
+        };
         for waiter in self.shared.data_waiters.take() {
             let _ = waiter.send(());
         }
         for segment in files.into_values() {
             let _ = segment.file.close().await;
         }
-        result
+        match poisoned {
+            Some(reason) if !poisoned_before && result.is_ok() => {
+                Err(EngineError::Poisoned(reason))
+            }
+            _ => result,
+        }
     }
 }

@@ -4,17 +4,33 @@
 //!    leader-epoch checkpoint; leftover `*.tmp` files from interrupted checkpoints go.
 //! 2. Segments wholly below the recovery point are trusted as sealed: their size is the file
 //!    size (sealing truncated it exactly) and their newest timestamp comes from the time
-//!    index (sealing and checkpoints write an entry for it). Their index files must exist
-//!    and hold only valid entries; a missing or damaged one moves the scan start back to
-//!    the start of its segment, which rebuilds it.
+//!    index (sealing and checkpoints write an entry for it). A checkpoint waits for a
+//!    running seal before it writes the recovery point, so this holds for what the log
+//!    writes; recovery still verifies it cheaply. Their index files must exist and hold
+//!    only valid entries, and the file must end the way sealing leaves it (whole intact
+//!    batches from the last offset-index entry to the end of the file, the last one ending
+//!    at the next segment's base). Otherwise the scan start moves back to the start of that
+//!    segment, which rebuilds and seals it.
 //! 3. From the recovery point every batch is validated (framing, magic, CRC-32C, offsets
 //!    dense); index entries, leader epochs and producer state are rebuilt from the batches
 //!    seen. The whole log is validated instead when the checkpoint is missing or corrupt,
 //!    when the leader-epoch checkpoint is, or when the segment holding the recovery point
 //!    is shorter than the point (it was cut behind our back). The first torn or corrupt
-//!    batch ends the log: its segment is truncated there and later segments are deleted.
-//!    Recovery time therefore depends on the bytes written after the last checkpoint, not
-//!    on the size of the log.
+//!    batch of the last segment ends the log there. In an earlier segment, what the scan
+//!    stops at depends on where its valid batches end:
+//!    - exactly at the next segment's base offset (last offset + 1 == next base): the
+//!      segment is whole, and what follows its batches is the zero padding of the last
+//!      page or the preallocated space that a seal cut short by a crash had not removed
+//!      yet (a roll seals the old segment in the background). No offset of this segment
+//!      can lie past that point, since every later offset was appended to a later segment,
+//!      so nothing acknowledged is there: the file is truncated after its last batch, its
+//!      indexes are rewritten and synced (it is sealed) and the later segments are kept;
+//!    - anywhere else: batches that later segments follow are missing, so the segment is
+//!      truncated after its last intact batch and all later segments are deleted.
+//!
+//!    Every earlier segment recovery scans is sealed before the log opens. Recovery time
+//!    therefore depends on the bytes written after the last checkpoint (plus one batch or
+//!    index interval read per trusted segment), not on the size of the log.
 //! 4. The active (last) segment is fdatasync'd so everything recovery kept is durable, and
 //!    the partial last page is read back for the write-behind buffer.
 
@@ -168,14 +184,21 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     // Indexes are derived data. Those of the segments recovery does not scan are trusted,
     // so when one of them is missing or damaged the scan starts at that segment instead,
     // which rebuilds it.
+    // The same goes for a segment whose file does not end the way sealing leaves it.
     let mut trusted_indexes = std::collections::BTreeMap::new();
-    for &base in bases.iter().filter(|b| **b <= scan_segment) {
-        if base == scan_segment && scan_position == 0 {
+    for (i, &base) in bases.iter().enumerate() {
+        if base > scan_segment || (base == scan_segment && scan_position == 0) {
             break;
         }
         let loaded = segment::SealedIndex::load(storage, dir, base).await?;
         if !loaded.is_intact() {
             tracing::warn!(dir = %dir.display(), base, "missing or damaged segment index; rebuilding it");
+            scan_segment = base;
+            scan_position = 0;
+            break;
+        }
+        if base < scan_segment && !ends_sealed(storage, dir, base, bases[i + 1], &loaded).await? {
+            tracing::warn!(dir = %dir.display(), base, "segment below the recovery point is not sealed; scanning it");
             scan_segment = base;
             scan_position = 0;
             break;
@@ -282,15 +305,19 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             tracing::info!(dir = %dir.display(), base, size = segment.size, ?stop, "truncated segment tail");
         }
         next_offset = segment.next_offset;
-        let is_last = i + 1 == bases.len();
-        if !is_last {
+        let next_base = bases.get(i + 1).copied();
+        if next_base.is_some() {
             // Rewrite this segment's indexes completely and seal it.
             let job = segment.seal_job();
             job.run(storage, dir).await?;
             segment.mark_sealed();
         }
         state_segments.insert(base, segment);
-        if matches!(stop, ScanStop::TornTail { .. } | ScanStop::Corrupt(_)) && !is_last {
+        // An earlier segment whose batches end exactly at the next segment's base holds
+        // everything it ever held; what followed them was padding a seal had not cut yet.
+        // Ending anywhere else, it lost acknowledged-or-not batches the later segments
+        // would have to follow, so the log ends here.
+        if next_base.is_some_and(|next_base| next_offset != next_base) {
             truncated_at = Some(i + 1);
             break;
         }
@@ -464,6 +491,45 @@ async fn rebuild_full_index(segment: &mut Segment, config: &LogConfig) -> Result
     )
     .await?;
     Ok(index)
+}
+
+/// Whether segment `base`, which recovery is about to trust as sealed, ends the way sealing
+/// leaves it: from its last offset-index entry to the end of the file there are only whole,
+/// intact batches, and the last one ends at `next_base`. A segment whose seal never finished
+/// (zero padding or preallocated space after its batches) fails this and is scanned
+/// instead. Reads at most one index interval and a batch, so opening stays cheap.
+async fn ends_sealed(
+    storage: &Storage,
+    dir: &Path,
+    base: u64,
+    next_base: u64,
+    index: &segment::SealedIndex,
+) -> Result<bool> {
+    let file = storage
+        .open_log_file(&segment::log_path(dir, base), false)
+        .await?;
+    let verdict = async {
+        let size = file
+            .size()
+            .await
+            .map_err(|e| EngineError::io("sizing a segment", e))?;
+        let start = index.last_entry_position().unwrap_or(0).min(size);
+        if size - start > SCAN_WINDOW as u64 {
+            return Ok(false);
+        }
+        let bytes = file
+            .read_at(start, (size - start) as usize)
+            .await
+            .map_err(|e| EngineError::io("reading a segment's last batches", e))?;
+        let mut scan = batch::scan_batches(&bytes, start);
+        let end = scan.by_ref().last().map(|found| found.header.next_offset());
+        Ok(bytes.len() as u64 == size - start
+            && scan.stop() == Some(&ScanStop::EndOfData)
+            && end == Some(next_base as i64))
+    }
+    .await;
+    let _ = file.close().await;
+    verdict
 }
 
 /// A batch claiming more than this is treated as corruption rather than read.

@@ -6,9 +6,16 @@
 //! written out (appended, then fdatasync'd) at each checkpoint, before the recovery point
 //! that relies on them; recovery drops index entries at or past the recovery position and
 //! rebuilds them from the log. When a segment is sealed, its log file is truncated to its
-//! exact size (the write-behind buffer pads the last page with zeros), both indexes are
-//! completed and everything is fdatasync'd; a sealed segment's indexes are memory-mapped
-//! lazily on first lookup, so idle partitions cost no index memory.
+//! exact size (the write-behind buffer pads the last page with zeros, and preallocation
+//! reserves space past it), both indexes are completed and everything is fdatasync'd; a
+//! sealed segment's indexes are memory-mapped lazily on first lookup, so idle partitions
+//! cost no index memory.
+//!
+//! Sealing runs in the background after a roll, once the segment's batches are durable and
+//! the next segment exists. Until it ends the segment keeps its in-memory indexes. A crash
+//! before it ends leaves a segment whose batches end at the next segment's base offset,
+//! followed by padding, with index files missing, partial or stale; recovery recognises
+//! that, cuts the padding and seals it (see [`crate::recovery`]).
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -155,6 +162,11 @@ impl SealedIndex {
             offsets: storage.map_file(&index_path(dir, base_offset)).await?,
             times: storage.map_file(&time_index_path(dir, base_offset)).await?,
         })
+    }
+
+    /// Byte position of the batch the last valid offset-index entry names.
+    pub fn last_entry_position(&self) -> Option<u64> {
+        self.lookup(u32::MAX)
     }
 
     fn lookup(&self, rel_offset: u32) -> Option<u64> {

@@ -11,7 +11,13 @@
 //! - every batch ever acknowledged is at its offsets with the same content;
 //! - offsets are dense from the log start and everything up to the high watermark reads
 //!   back as whole, intact batches (nothing torn is visible);
-//! - the log takes new appends at the next offset.
+//! - the log takes new appends at the next offset;
+//! - every segment but the last is sealed: its file holds whole batches and nothing more,
+//!   ending at the next segment's base offset.
+//!
+//! A second configuration uses tiny segments (a few batches each), so the writer rolls many
+//! times a second and the kill often lands while a rolled segment is still being sealed in
+//! the background.
 //!
 //! Then the next round starts a new writer on the same log. The random seed is printed
 //! and can be replayed with `KAAS_KILL_TEST_SEED`.
@@ -25,7 +31,7 @@ use std::rc::Rc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use kaas_engine::batch::{BatchHeader, ATTRIBUTES_POS};
+use kaas_engine::batch::{scan_batches, BatchHeader, ScanStop, ATTRIBUTES_POS};
 use kaas_engine::{LogConfig, PartitionLog, Storage};
 use rand::{Rng, SeedableRng};
 
@@ -34,13 +40,19 @@ use common::{batch, partition_dir, read_all};
 const CHILD_ROOT: &str = "KAAS_KILL_TEST_WRITER_ROOT";
 const CHILD_ROUND: &str = "KAAS_KILL_TEST_WRITER_ROUND";
 const CHILD_CHECKPOINT_MS: &str = "KAAS_KILL_TEST_WRITER_CHECKPOINT_MS";
+const CHILD_SEGMENT_BYTES: &str = "KAAS_KILL_TEST_WRITER_SEGMENT_BYTES";
 const SEED: &str = "KAAS_KILL_TEST_SEED";
 const ROUNDS: u64 = 8;
 const WRITERS: u64 = 4;
 
-fn config() -> LogConfig {
+/// Segment size of the first configuration: several segments per round.
+const SEGMENT_BYTES: u64 = 192 << 10;
+/// Segment size of the second: a roll every few batches.
+const TINY_SEGMENT_BYTES: u64 = 12 << 10;
+
+fn config(segment_bytes: u64) -> LogConfig {
     LogConfig {
-        segment_bytes: 192 << 10,
+        segment_bytes,
         write_chunk_bytes: 16 << 10,
         preallocate_step: 1 << 20,
         index_interval_bytes: 4_096,
@@ -92,6 +104,20 @@ impl Ack {
 
 #[test]
 fn acked_writes_survive_kill() {
+    kill_rounds("acked_writes_survive_kill", SEGMENT_BYTES);
+}
+
+#[test]
+fn acked_writes_survive_kill_while_rolling_tiny_segments() {
+    kill_rounds(
+        "acked_writes_survive_kill_while_rolling_tiny_segments",
+        TINY_SEGMENT_BYTES,
+    );
+}
+
+/// Runs the rounds of writer, kill and verification; `test_name` is the test calling this,
+/// which the writer process runs again.
+fn kill_rounds(test_name: &str, segment_bytes: u64) {
     if let Ok(root) = std::env::var(CHILD_ROOT) {
         writer(PathBuf::from(root));
         return;
@@ -112,7 +138,13 @@ fn acked_writes_survive_kill() {
             0
         };
         let delay = Duration::from_millis(rng.random_range(5..=300));
-        let acks = run_writer_and_kill(&root, round, checkpoint_ms, delay);
+        let writer = Writer {
+            test_name,
+            round,
+            checkpoint_ms,
+            segment_bytes,
+        };
+        let acks = run_writer_and_kill(&root, &writer, delay);
         assert!(
             !acks.is_empty(),
             "round {round}: the writer acknowledged nothing"
@@ -129,19 +161,29 @@ fn acked_writes_survive_kill() {
                 ack.base
             );
         }
-        acked = verify_and_append(&root, round, acked);
+        acked = verify_and_append(&root, round, segment_bytes, acked);
     }
+}
+
+/// One writer process to start.
+struct Writer<'a> {
+    test_name: &'a str,
+    round: u64,
+    checkpoint_ms: u64,
+    segment_bytes: u64,
 }
 
 /// Starts a writer, waits for its first acknowledgement, lets it run for `delay`, kills it
 /// and returns every acknowledgement it printed in full.
-fn run_writer_and_kill(root: &Path, round: u64, checkpoint_ms: u64, delay: Duration) -> Vec<Ack> {
+fn run_writer_and_kill(root: &Path, writer: &Writer<'_>, delay: Duration) -> Vec<Ack> {
+    let round = writer.round;
     let printed = common::child_writer::run_and_kill(
-        "acked_writes_survive_kill",
+        writer.test_name,
         &[
             (CHILD_ROOT, root.display().to_string()),
             (CHILD_ROUND, round.to_string()),
-            (CHILD_CHECKPOINT_MS, checkpoint_ms.to_string()),
+            (CHILD_CHECKPOINT_MS, writer.checkpoint_ms.to_string()),
+            (CHILD_SEGMENT_BYTES, writer.segment_bytes.to_string()),
         ],
         &root.join(format!("writer-{round}.stderr")),
         round,
@@ -153,14 +195,28 @@ fn run_writer_and_kill(root: &Path, round: u64, checkpoint_ms: u64, delay: Durat
 
 /// Reopens the log, checks every acknowledged batch and the log's shape, appends one more
 /// batch durably and closes it. Returns the acknowledged batches including the new one.
-fn verify_and_append(root: &Path, round: u64, acked: BTreeMap<u64, Ack>) -> BTreeMap<u64, Ack> {
+fn verify_and_append(
+    root: &Path,
+    round: u64,
+    segment_bytes: u64,
+    acked: BTreeMap<u64, Ack>,
+) -> BTreeMap<u64, Ack> {
     let root = root.to_path_buf();
+    let unsealed_at_kill = unsealed_earlier_segments(&root.join(partition_dir()));
+    if !unsealed_at_kill.is_empty() {
+        eprintln!("round {round}: killed while segments {unsealed_at_kill:?} were unsealed");
+    }
     let (sender, result) = mpsc::channel();
     common::run(move || async move {
         let storage = common::disk_storage(&root).await;
-        let log = PartitionLog::open(&storage, &partition_dir(), config())
+        let log = PartitionLog::open(&storage, &partition_dir(), config(segment_bytes))
             .await
             .expect("open after kill");
+        let unsealed = unsealed_earlier_segments(&root.join(partition_dir()));
+        assert!(
+            unsealed.is_empty(),
+            "round {round}: segments {unsealed:?} are not sealed after recovery"
+        );
         let mut acked = acked;
         let offsets = log.offsets();
         assert_eq!(
@@ -228,6 +284,33 @@ fn verify_and_append(root: &Path, round: u64, acked: BTreeMap<u64, Ack>) -> BTre
     result.recv().expect("verification result")
 }
 
+/// The base offsets of the segment files, but the last, that are not sealed: their file
+/// does not hold exactly whole intact batches ending at the next file's base offset.
+/// Read with plain file reads, before or after recovery.
+fn unsealed_earlier_segments(dir: &Path) -> Vec<u64> {
+    let mut bases: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .expect("list the partition")
+        .map(|entry| entry.expect("entry").path())
+        .filter_map(|path| {
+            let name = path.file_name()?.to_str()?;
+            let base = name.strip_suffix(".log")?.parse().ok()?;
+            Some((base, path))
+        })
+        .collect();
+    bases.sort();
+    let mut unsealed = Vec::new();
+    for pair in bases.windows(2) {
+        let ((base, path), (next_base, _)) = (&pair[0], &pair[1]);
+        let bytes = std::fs::read(path).expect("read a segment");
+        let mut scan = scan_batches(&bytes, 0);
+        let end = scan.by_ref().last().map(|found| found.header.next_offset());
+        if scan.stop() != Some(&ScanStop::EndOfData) || end != Some(*next_base as i64) {
+            unsealed.push(*base);
+        }
+    }
+    unsealed
+}
+
 /// The writer process: appends until it is killed.
 fn writer(root: PathBuf) {
     let round: u64 = std::env::var(CHILD_ROUND)
@@ -238,9 +321,13 @@ fn writer(root: PathBuf) {
         .ok()
         .and_then(|s| s.parse().ok())
         .expect("checkpoint interval");
+    let segment_bytes: u64 = std::env::var(CHILD_SEGMENT_BYTES)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .expect("segment bytes");
     common::run(move || async move {
         let storage: Storage = common::disk_storage(&root).await;
-        let log = PartitionLog::open(&storage, &partition_dir(), config())
+        let log = PartitionLog::open(&storage, &partition_dir(), config(segment_bytes))
             .await
             .expect("writer open");
         let out = Rc::new(std::cell::RefCell::new(std::io::stdout()));
