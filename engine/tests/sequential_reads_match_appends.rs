@@ -2,22 +2,16 @@
 //! appended — while appends continue, across segment rolls, with reads of varying size and
 //! with seeks back (the reads the log reads ahead for, and the ones that miss the window).
 
-use std::path::Path;
+mod common;
 
-use kaas_engine::batch::{encode_batch_for_tests, scan_batches, stamp_for_append};
-use kaas_engine::{LogConfig, PartitionLog, Storage};
+use kaas_engine::batch::scan_batches;
+use kaas_engine::{LogConfig, PartitionLog};
 
+use common::{partition_dir, stamped};
+
+/// Batch `i`: one record of 50 B to 5 KB.
 fn batch(i: u64) -> Vec<u8> {
-    let value: Vec<u8> = (0..50 + (i as usize * 37) % 5000)
-        .map(|j| (i as usize * 7 + j) as u8)
-        .collect();
-    encode_batch_for_tests(&[(None, Some(&value))], 1_000 + i as i64, -1, 0, -1)
-}
-
-fn stamped(i: u64) -> Vec<u8> {
-    let mut bytes = batch(i);
-    stamp_for_append(&mut bytes, i as i64, 0, None).expect("stamp");
-    bytes
+    common::batch(i, 1, 50 + (i as usize * 37) % 5000, 1_000 + i as i64, None)
 }
 
 async fn append(log: &PartitionLog, from: u64, to: u64) {
@@ -40,7 +34,7 @@ async fn read_and_check(log: &PartitionLog, offset: u64, max_bytes: usize) -> u6
             let len = scanned.header.total_len();
             assert_eq!(
                 &chunk[position..position + len],
-                &stamped(base)[..],
+                &stamped(&batch(base), base, 0)[..],
                 "batch {base} is what was appended"
             );
             position += len;
@@ -54,49 +48,42 @@ async fn read_and_check(log: &PartitionLog, offset: u64, max_bytes: usize) -> u6
 fn sequential_reads_with_appends_rolls_and_seeks_serve_exactly_what_was_appended() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().to_path_buf();
-    glommio::LocalExecutorBuilder::default()
-        .spawn(move || async move {
-            kaas_engine::dma_probe::prepare_executor(&root)
-                .await
-                .expect("probe");
-            let storage = Storage::disk(root);
-            let config = LogConfig {
-                segment_bytes: 256 << 10,
-                ..LogConfig::default()
+    common::run(move || async move {
+        let storage = common::disk_storage(&root).await;
+        let config = LogConfig {
+            segment_bytes: 256 << 10,
+            ..LogConfig::default()
+        };
+        let log = PartitionLog::open(&storage, &partition_dir(), config)
+            .await
+            .expect("open");
+        let mut appended = 600u64;
+        append(&log, 0, appended).await;
+        let sizes = [1usize, 3000, 8192, 65_536, 300_000];
+        let mut offset = 0u64;
+        let mut reads = 0usize;
+        while offset < appended {
+            let next = read_and_check(&log, offset, sizes[reads % sizes.len()]).await;
+            assert!(
+                next > offset,
+                "a read below the high watermark serves a batch"
+            );
+            reads += 1;
+            // Seeks back: the window read ahead is for `next`, not for these offsets.
+            offset = if reads.is_multiple_of(9) {
+                offset.saturating_sub(3)
+            } else if reads.is_multiple_of(13) {
+                next - 1
+            } else {
+                next
             };
-            let log = PartitionLog::open(&storage, Path::new("topics/t/0"), config)
-                .await
-                .expect("open");
-            let mut appended = 600u64;
-            append(&log, 0, appended).await;
-            let sizes = [1usize, 3000, 8192, 65_536, 300_000];
-            let mut offset = 0u64;
-            let mut reads = 0usize;
-            while offset < appended {
-                let next = read_and_check(&log, offset, sizes[reads % sizes.len()]).await;
-                assert!(
-                    next > offset,
-                    "a read below the high watermark serves a batch"
-                );
-                reads += 1;
-                // Seeks back: the window read ahead is for `next`, not for these offsets.
-                offset = if reads.is_multiple_of(9) {
-                    offset.saturating_sub(3)
-                } else if reads.is_multiple_of(13) {
-                    next - 1
-                } else {
-                    next
-                };
-                if reads.is_multiple_of(5) && appended < 1500 {
-                    append(&log, appended, appended + 40).await;
-                    appended += 40;
-                }
+            if reads.is_multiple_of(5) && appended < 1500 {
+                append(&log, appended, appended + 40).await;
+                appended += 40;
             }
-            assert_eq!(offset, appended);
-            assert!(log.segment_count() > 3, "the reads crossed segments");
-            log.close().await.expect("close with a window read ahead");
-        })
-        .expect("executor")
-        .join()
-        .expect("join");
+        }
+        assert_eq!(offset, appended);
+        assert!(log.segment_count() > 3, "the reads crossed segments");
+        log.close().await.expect("close with a window read ahead");
+    });
 }

@@ -27,14 +27,13 @@
 
 mod common;
 
-use std::fs::OpenOptions;
-use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use kaas_engine::batch::{scan_batches, BatchHeader, PARTITION_LEADER_EPOCH_POS};
 use kaas_engine::{LogConfig, PartitionLog, Storage};
 use proptest::prelude::*;
 
+use common::files::{set_len, write_at};
 use common::{batch, partition_dir, read_all, split_batches, stamped, ProducerSpec};
 
 const PRODUCER: i64 = 77;
@@ -265,21 +264,6 @@ fn damage_small_file(path: &Path, how: FileDamage, rng: &mut u64) {
         FileDamage::Garbage(len) => write_at(path, bytes.len() as u64, &garbage(len as usize, rng)),
         FileDamage::Delete => std::fs::remove_file(path).expect("remove"),
     }
-}
-
-fn set_len(path: &Path, len: u64) {
-    OpenOptions::new()
-        .write(true)
-        .open(path)
-        .expect("open")
-        .set_len(len)
-        .expect("truncate");
-}
-
-fn write_at(path: &Path, position: u64, bytes: &[u8]) {
-    let mut file = OpenOptions::new().write(true).open(path).expect("open");
-    file.seek(SeekFrom::Start(position)).expect("seek");
-    file.write_all(bytes).expect("write");
 }
 
 fn flip_bit(path: &Path, bit: u64) {

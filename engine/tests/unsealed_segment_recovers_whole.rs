@@ -17,12 +17,11 @@
 
 mod common;
 
-use std::fs::OpenOptions;
-use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use kaas_engine::{LogConfig, PartitionLog, Storage};
 
+use common::files::{set_len, write_at};
 use common::{batch, partition_dir, read_all, record_count, stamped};
 
 const EPOCH: i32 = 3;
@@ -85,21 +84,6 @@ fn segment_files(dir: &Path) -> Vec<PathBuf> {
 
 fn file_len(path: &Path) -> u64 {
     std::fs::metadata(path).expect("metadata").len()
-}
-
-fn set_len(path: &Path, len: u64) {
-    OpenOptions::new()
-        .write(true)
-        .open(path)
-        .expect("open")
-        .set_len(len)
-        .expect("set_len");
-}
-
-fn write_at(path: &Path, position: u64, bytes: &[u8]) {
-    let mut file = OpenOptions::new().write(true).open(path).expect("open");
-    file.seek(SeekFrom::Start(position)).expect("seek");
-    file.write_all(bytes).expect("write");
 }
 
 /// What a seal that never finished leaves after the batches ending at `size`.

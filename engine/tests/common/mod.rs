@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod child_writer;
+pub mod files;
 pub mod tmpfs;
 
 use std::future::Future;
