@@ -13,6 +13,9 @@ pub fn parse_key_value(text: &str) -> Result<(String, String), String> {
     Ok((key.to_string(), value.to_string()))
 }
 
+/// The consumers' `fetch.queue.backoff.ms` (see [`ClientSettings::consumer`]).
+pub const FETCH_QUEUE_BACKOFF_MS: &str = "10";
+
 /// Settings every client of a run shares.
 #[derive(Clone, Debug)]
 pub struct ClientSettings {
@@ -50,13 +53,21 @@ impl ClientSettings {
     /// A consumer that is assigned partitions directly (no group membership, no commits),
     /// then any `--consumer-prop` overrides. librdkafka needs a `group.id` for `assign`, but
     /// without subscribe or commits it never joins the group.
+    ///
+    /// `fetch.queue.backoff.ms` is [`FETCH_QUEUE_BACKOFF_MS`] instead of librdkafka's 1000:
+    /// once a partition's local queue passes `queued.min.messages` (100,000 records: 10 MB
+    /// of 100 B records), librdkafka postpones that partition's next fetch by this long. A
+    /// broker that answers faster than the application consumes would otherwise see the
+    /// consumer idle for a second at a time, and the faster broker would measure slower
+    /// (librdkafka issue 2879).
     pub fn consumer(&self, client_id: &str) -> ClientConfig {
         let mut config = base(&self.bootstrap, client_id);
         config
             .set("group.id", format!("kaas-bench-{}", std::process::id()))
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
-            .set("enable.partition.eof", "false");
+            .set("enable.partition.eof", "false")
+            .set("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS);
         for (key, value) in &self.consumer_props {
             config.set(key, value);
         }

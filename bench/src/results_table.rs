@@ -105,7 +105,7 @@ pub fn render(results: &MatrixResults) -> String {
     let _ = writeln!(out, "Produced by:\n\n```sh\n{}\n```\n", results.command);
     let _ = writeln!(
         out,
-        "- git revision: `{}`\n- machine: {} ({} CPUs available, {:.0} GiB memory), Linux {}\n- client: librdkafka {} through the `rdkafka` crate, one producer{} per run\n- each run: fresh topic, started after `sync` and {:.0} s of quiet, {:.0} s warm-up, then {} samples of {:.0} s; throughput is the median over samples, latency percentiles come from every sample's HdrHistogram merged (microsecond resolution)\n- end-to-end runs send at a fixed rate of {:.0} % of `{}`'s produce throughput for the same cell, latency measured from each record's intended send time (no coordinated omission)\n- consume runs fill the topic with {} MiB (acks=all), then read it from the beginning once per sample\n- MB/s = 10^6 bytes of record values (and keys) per second; ⚠ marks a run with errors (listed at the end)\n",
+        "- git revision: `{}`\n- machine: {} ({} CPUs available, {:.0} GiB memory), Linux {}\n- client: librdkafka {} through the `rdkafka` crate, one producer{} per run (consumers with `fetch.queue.backoff.ms={}`)\n- each run: fresh topic, started after `sync` and {:.0} s of quiet, {:.0} s warm-up, then {} samples of {:.0} s; throughput is the median over samples, latency percentiles come from every sample's HdrHistogram merged (microsecond resolution)\n- end-to-end runs send at a fixed rate of {:.0} % of `{}`'s produce throughput for the same cell, latency measured from each record's intended send time (no coordinated omission)\n- consume runs fill the topic with {} MiB (acks=all), then read it from the beginning once per sample\n- MB/s = 10^6 bytes of record values (and keys) per second; ⚠ marks a run with errors (listed at the end)\n",
         results.git_revision,
         machine.cpu_model,
         machine.cpus,
@@ -113,6 +113,7 @@ pub fn render(results: &MatrixResults) -> String {
         machine.kernel,
         machine.librdkafka,
         if results.consumers > 0 { " and one consumer" } else { "" },
+        crate::client_config::FETCH_QUEUE_BACKOFF_MS,
         results.settle_s,
         results.warmup_s,
         results.samples,
