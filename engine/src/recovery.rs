@@ -47,7 +47,7 @@ use crate::offset_index::{OffsetIndex, OffsetIndexView};
 use crate::producer_state::{parse_snapshot_file_name, ProducerStateTable};
 use crate::segment::{self, ActiveIndex, Segment, SegmentIndex};
 use crate::segment_appender::SegmentAppender;
-use crate::storage::Storage;
+use crate::storage::{LogFile, Storage};
 use crate::tail_cache::TailCache;
 use crate::time_index::{TimeIndex, TimeIndexView};
 
@@ -184,8 +184,9 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     // Indexes are derived data. Those of the segments recovery does not scan are trusted,
     // so when one of them is missing or damaged the scan starts at that segment instead,
     // which rebuilds it.
-    // The same goes for a segment whose file does not end the way sealing leaves it.
-    let mut trusted_indexes = std::collections::BTreeMap::new();
+    // The same goes for a segment whose file does not end the way sealing leaves it. The
+    // files opened to check that are kept for the segments below.
+    let mut trusted = std::collections::BTreeMap::new();
     for (i, &base) in bases.iter().enumerate() {
         if base > scan_segment || (base == scan_segment && scan_position == 0) {
             break;
@@ -197,13 +198,18 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             scan_position = 0;
             break;
         }
-        if base < scan_segment && !ends_sealed(storage, dir, base, bases[i + 1], &loaded).await? {
+        if base == scan_segment {
+            break;
+        }
+        let (file, size) = open_sized(storage, dir, base).await?;
+        if !ends_sealed(&file, size, bases[i + 1], &loaded).await? {
             tracing::warn!(dir = %dir.display(), base, "segment below the recovery point is not sealed; scanning it");
+            let _ = file.close().await;
             scan_segment = base;
             scan_position = 0;
             break;
         }
-        trusted_indexes.insert(base, loaded);
+        trusted.insert(base, (loaded, file, size));
     }
     let mut producers = snapshot.map(|(_, table)| table).unwrap_or_default();
     let scan_start_offset = if scan_position == 0 {
@@ -217,18 +223,19 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     let mut max_timestamp: Option<(i64, u64)> = None;
     let mut next_offset = first_base;
     let mut truncated_at: Option<usize> = None;
+    let mut trusted_index = None;
 
     for (i, &base) in bases.iter().enumerate() {
-        let file = storage
-            .open_log_file(&segment::log_path(dir, base), false)
-            .await?;
-        let file_size = file
-            .size()
-            .await
-            .map_err(|e| EngineError::io("sizing a segment", e))?;
+        let (file, file_size) = match trusted.remove(&base) {
+            Some((loaded, file, size)) => {
+                trusted_index = Some(loaded);
+                (file, size)
+            }
+            None => open_sized(storage, dir, base).await?,
+        };
         if base < scan_segment {
             let next = bases.get(i + 1).copied().unwrap_or(base);
-            let loaded = match trusted_indexes.remove(&base) {
+            let loaded = match trusted_index.take() {
                 Some(loaded) => loaded,
                 None => segment::SealedIndex::load(storage, dir, base).await?,
             };
@@ -499,37 +506,36 @@ async fn rebuild_full_index(segment: &mut Segment, config: &LogConfig) -> Result
 /// (zero padding or preallocated space after its batches) fails this and is scanned
 /// instead. Reads at most one index interval and a batch, so opening stays cheap.
 async fn ends_sealed(
-    storage: &Storage,
-    dir: &Path,
-    base: u64,
+    file: &LogFile,
+    size: u64,
     next_base: u64,
     index: &segment::SealedIndex,
 ) -> Result<bool> {
+    let start = index.last_entry_position().unwrap_or(0).min(size);
+    if size - start > SCAN_WINDOW as u64 {
+        return Ok(false);
+    }
+    let bytes = file
+        .read_at(start, (size - start) as usize)
+        .await
+        .map_err(|e| EngineError::io("reading a segment's last batches", e))?;
+    let mut scan = batch::scan_batches(&bytes, start);
+    let end = scan.by_ref().last().map(|found| found.header.next_offset());
+    Ok(bytes.len() as u64 == size - start
+        && scan.stop() == Some(&ScanStop::EndOfData)
+        && end == Some(next_base as i64))
+}
+
+/// Opens segment `base`'s log file and reads its size.
+async fn open_sized(storage: &Storage, dir: &Path, base: u64) -> Result<(LogFile, u64)> {
     let file = storage
         .open_log_file(&segment::log_path(dir, base), false)
         .await?;
-    let verdict = async {
-        let size = file
-            .size()
-            .await
-            .map_err(|e| EngineError::io("sizing a segment", e))?;
-        let start = index.last_entry_position().unwrap_or(0).min(size);
-        if size - start > SCAN_WINDOW as u64 {
-            return Ok(false);
-        }
-        let bytes = file
-            .read_at(start, (size - start) as usize)
-            .await
-            .map_err(|e| EngineError::io("reading a segment's last batches", e))?;
-        let mut scan = batch::scan_batches(&bytes, start);
-        let end = scan.by_ref().last().map(|found| found.header.next_offset());
-        Ok(bytes.len() as u64 == size - start
-            && scan.stop() == Some(&ScanStop::EndOfData)
-            && end == Some(next_base as i64))
-    }
-    .await;
-    let _ = file.close().await;
-    verdict
+    let size = file
+        .size()
+        .await
+        .map_err(|e| EngineError::io("sizing a segment", e))?;
+    Ok((file, size))
 }
 
 /// A batch claiming more than this is treated as corruption rather than read.
