@@ -752,17 +752,18 @@ impl PartitionLog {
             }
             None => (self.start_position(segment_base, hint, offset).await?, None),
         };
-        let read = BatchRead {
+        let batches = BatchRead {
             file: &file,
             start,
             readable_end,
             offset,
             upper: high_watermark,
             max_bytes,
-        }
-        .run(first_window)
-        .await
-        .map_err(|e| EngineError::io("reading a segment", e))?;
+        };
+        let read = batches
+            .run(first_window)
+            .await
+            .map_err(|e| EngineError::io("reading a segment", e))?;
         if let Some((position, next_offset)) = read.end.filter(|&(end, _)| end < readable_end) {
             self.shared.read_ahead.borrow_mut().start(
                 &file,
@@ -770,7 +771,7 @@ impl PartitionLog {
                     segment_base,
                     next_offset,
                     position,
-                    len: read.window.min((readable_end - position) as usize),
+                    len: batches.window_len().min((readable_end - position) as usize),
                 },
             );
         }

@@ -16,8 +16,6 @@ pub struct SegmentRead {
     /// File position right after the served batches and the offset of the batch there; `None`
     /// when nothing was served.
     pub end: Option<(u64, u64)>,
-    /// Bytes per window this read used (what a read-ahead of the next window should read).
-    pub window: usize,
 }
 
 /// A read of batches in one segment.
@@ -35,11 +33,16 @@ pub struct BatchRead<'a> {
 }
 
 impl BatchRead<'_> {
+    /// Bytes read from the file at a time (what a read-ahead of the next window reads).
+    pub fn window_len(&self) -> usize {
+        self.max_bytes.max(MIN_READ)
+    }
+
     /// Reads whole batches from `start`, skipping batches below `offset`, stopping before
     /// `upper` or `readable_end`, at `max_bytes` (but returning at least one batch).
     /// `first_window` is the file's bytes from `start` when they were already read (ahead).
     pub async fn run(&self, first_window: Option<Bytes>) -> std::io::Result<SegmentRead> {
-        let window_len = self.max_bytes.max(MIN_READ);
+        let window_len = self.window_len();
         let mut first_window = first_window;
         let mut position = self.start;
         while position < self.readable_end {
@@ -59,7 +62,6 @@ impl BatchRead<'_> {
                     return Ok(SegmentRead {
                         chunks: vec![bytes.slice(from..to)],
                         end: Some((position + to as u64, next_offset)),
-                        window: window_len,
                     })
                 }
                 WindowScan::OversizedBatch {
@@ -76,7 +78,6 @@ impl BatchRead<'_> {
                     return Ok(SegmentRead {
                         chunks: vec![whole],
                         end: Some((batch_position + len as u64, next_offset)),
-                        window: window_len,
                     });
                 }
                 WindowScan::Nothing => return Ok(SegmentRead::default()),
