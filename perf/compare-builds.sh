@@ -7,8 +7,9 @@
 # with fresh data directories, and runs `kaas-bench matrix` against them in alternation
 # (`base`, then `head`, cell by cell), so the ratios come from one run on one machine.
 # Default grid: 1 KiB and 16 KiB records, acks=all, 1 and 16 partitions, produce and consume,
-# 5 samples; anything after `--` overrides it (for example `-- --workloads produce --sizes
-# 100`). Results: DIR/RESULTS.md (default /tmp/kaas-compare), ratios are head / base.
+# 5 samples; flags after `--` replace that grid (kaas-bench matrix's own defaults apply to
+# what they leave out; for example `-- --workloads produce --sizes 100 --acks all`).
+# Results: DIR/RESULTS.md (default /tmp/kaas-compare), ratios are head / base.
 #
 # Environment: CARGO_TARGET_DIR (the working tree's build), PERF_WORK_DIR (default
 # /tmp/kaas-compare-work), BASE_PORT / HEAD_PORT (default 49092 / 49192; admin at port+552).
@@ -22,7 +23,7 @@ matrix_flags=(--sizes 1024,16384 --acks all --partitions 1,16 --workloads produc
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out="$2"; shift ;;
-    --) shift; matrix_flags=(--acks all --samples 5 "$@"); break ;;
+    --) shift; matrix_flags=("$@"); break ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
@@ -33,7 +34,7 @@ base_port="${BASE_PORT:-49092}"
 head_port="${HEAD_PORT:-49192}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
 log() { echo "[compare $(date +%H:%M:%S)] $*" >&2; }
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+source "$repo/perf/lib.sh"
 
 pids=()
 cleanup() {
@@ -51,16 +52,11 @@ log "building head (working tree) and base ($base_rev)"
 git -C "$repo" worktree add --detach "$work/base-tree" "$base_rev" >/dev/null
 (cd "$work/base-tree" && CARGO_TARGET_DIR="$CARGO_TARGET_DIR/compare-base" cargo build --release -p kaas)
 
-start() { # name binary port
-  mkdir -p "$work/$1"
-  "$2" --data-dir "$work/$1/data" --listen "127.0.0.1:$3" \
-    --admin-listen "127.0.0.1:$(($3 + 552))" >"$work/$1/kaas.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 1 100); do port_open "$3" && return; sleep 0.1; done
-  cat "$work/$1/kaas.log" >&2; exit 1
-}
-start base "$CARGO_TARGET_DIR/compare-base/release/kaas" "$base_port"
-start head "$CARGO_TARGET_DIR/release/kaas" "$head_port"
+start_kaas "$CARGO_TARGET_DIR/compare-base/release/kaas" "$work/base" "$base_port" \
+  "$((base_port + 552))"
+pids+=("$kaas_pid")
+start_kaas "$CARGO_TARGET_DIR/release/kaas" "$work/head" "$head_port" "$((head_port + 552))"
+pids+=("$kaas_pid")
 
 log "running the matrix"
 "$CARGO_TARGET_DIR/release/kaas-bench" matrix "${matrix_flags[@]}" \

@@ -45,7 +45,7 @@ bin="$CARGO_TARGET_DIR/release"
 
 log() { echo "[group-settle $(date +%H:%M:%S)] $*" >&2; }
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+source "$repo/perf/lib.sh"
 taken_ports=()
 # A port in 40000-59999 that nothing listens on and this script has not handed out.
 free_port() {
@@ -84,16 +84,10 @@ cleanup() {
 trap cleanup EXIT
 
 log "starting kaas on 127.0.0.1:$kaas_port"
-mkdir -p "$work/kaas" "$work/runs" "$out"
-"$bin/kaas" --listen "127.0.0.1:$kaas_port" --admin-listen "127.0.0.1:$kaas_admin_port" \
-  --data-dir "$work/kaas/data" --group-initial-rebalance-delay-ms 0 \
-  --group-consumer-heartbeat-interval-ms 1000 >"$work/kaas/kaas.log" 2>&1 &
-kaas_pid=$!
-for _ in $(seq 1 100); do
-  port_open "$kaas_port" && break
-  kill -0 "$kaas_pid" 2>/dev/null || { cat "$work/kaas/kaas.log" >&2; exit 1; }
-  sleep 0.1
-done
+mkdir -p "$work/runs" "$out"
+start_kaas "$bin/kaas" "$work/kaas" "$kaas_port" "$kaas_admin_port" \
+  --group-initial-rebalance-delay-ms 0 \
+  --group-consumer-heartbeat-interval-ms 1000
 
 # start-kafka.sh already sets group.initial.rebalance.delay.ms=0. Kafka's KIP-848 heartbeat
 # interval defaults to 5 s with a 5 s floor; both brokers use 1 s, like the classic members.

@@ -60,7 +60,7 @@ bin="$CARGO_TARGET_DIR/release"
 
 log() { echo "[perf $(date +%H:%M:%S)] $*" >&2; }
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+source "$repo/perf/lib.sh"
 for port in "$kaas_port" "$kaas_admin_port" "$kafka_default_port" "$((kafka_default_port + 1))" \
             "$kafka_flush_port" "$((kafka_flush_port + 1))"; do
   if port_open "$port"; then
@@ -98,15 +98,7 @@ log "physical limits (disk under $work)"
 rm -rf "$work/limits"
 
 log "starting kaas on 127.0.0.1:$kaas_port"
-mkdir -p "$work/kaas"
-"$bin/kaas" --data-dir "$work/kaas/data" --listen "127.0.0.1:$kaas_port" \
-  --admin-listen "127.0.0.1:$kaas_admin_port" >"$work/kaas/kaas.log" 2>&1 &
-kaas_pid=$!
-for _ in $(seq 1 100); do
-  port_open "$kaas_port" && break
-  kill -0 "$kaas_pid" 2>/dev/null || { cat "$work/kaas/kaas.log" >&2; exit 1; }
-  sleep 0.1
-done
+start_kaas "$bin/kaas" "$work/kaas" "$kaas_port" "$kaas_admin_port"
 
 # Both Kafkas delete a deleted topic's files after 1 s instead of 60 s, so that the
 # matrix's fresh topic per run does not pile up on disk; it does not change the write path.
