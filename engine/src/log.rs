@@ -742,17 +742,7 @@ impl PartitionLog {
             .read_ahead
             .borrow_mut()
             .claim(segment_base, offset);
-        let (start, first_window) = match claimed {
-            Some(window) => {
-                let position = window.position;
-                match window.bytes().await {
-                    Some(bytes) => (position, Some(bytes)),
-                    None => (self.start_position(segment_base, hint, offset).await?, None),
-                }
-            }
-            None => (self.start_position(segment_base, hint, offset).await?, None),
-        };
-        let batches = BatchRead {
+        let batches_from = |start| BatchRead {
             file: &file,
             start,
             readable_end,
@@ -760,18 +750,36 @@ impl PartitionLog {
             upper: high_watermark,
             max_bytes,
         };
-        let read = batches
+        let window = batches_from(0).window_len();
+        let (start, first_window, stream) = match claimed {
+            Some(mut stream) => match stream.window(window).await {
+                Some(bytes) => (stream.position(), Some(bytes), Some(stream)),
+                None => (
+                    self.start_position(segment_base, hint, offset).await?,
+                    None,
+                    None,
+                ),
+            },
+            None => (
+                self.start_position(segment_base, hint, offset).await?,
+                None,
+                None,
+            ),
+        };
+        let read = batches_from(start)
             .run(first_window)
             .await
             .map_err(|e| EngineError::io("reading a segment", e))?;
         if let Some((position, next_offset)) = read.end.filter(|&(end, _)| end < readable_end) {
-            self.shared.read_ahead.borrow_mut().start(
+            self.shared.read_ahead.borrow_mut().advance(
+                stream,
                 &file,
                 NextRead {
                     segment_base,
                     next_offset,
                     position,
-                    len: batches.window_len().min((readable_end - position) as usize),
+                    readable_end,
+                    window,
                 },
             );
         }

@@ -13,7 +13,7 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
-use glommio::io::{BufferedFile, DmaFile, OpenOptions};
+use glommio::io::{BufferedFile, DmaFile, OpenOptions, ReadResult};
 
 use crate::aligned_buffer::{AlignedBuf, MemoryParts};
 use crate::error::{EngineError, Result};
@@ -387,6 +387,25 @@ pub enum LogFile {
     Memory(MemoryFile),
 }
 
+/// Bytes read from a [`LogFile`], in the buffer they were read into.
+pub enum FileBytes {
+    /// A direct-I/O read buffer (shard-local).
+    Dma(ReadResult),
+    /// A copy out of an in-memory file.
+    Memory(Bytes),
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Dma(bytes) => bytes,
+            FileBytes::Memory(bytes) => bytes,
+        }
+    }
+}
+
 impl LogFile {
     /// A write buffer of at least `capacity` bytes (rounded up to whole pages).
     pub fn alloc_buffer(&self, capacity: usize) -> AlignedBuf {
@@ -430,16 +449,20 @@ impl LogFile {
 
     /// Reads up to `len` bytes at `position` (fewer at the end of the file).
     pub async fn read_at(&self, position: u64, len: usize) -> std::io::Result<Bytes> {
+        let bytes = self.read_buffer(position, len).await?;
+        Ok(Bytes::copy_from_slice(&bytes))
+    }
+
+    /// Like [`LogFile::read_at`], but the bytes stay in the buffer they were read into, which
+    /// cannot leave the shard.
+    pub async fn read_buffer(&self, position: u64, len: usize) -> std::io::Result<FileBytes> {
         match self {
-            LogFile::Dma(file) => {
-                let result = file.read_at(position, len).await?;
-                Ok(Bytes::copy_from_slice(&result))
-            }
+            LogFile::Dma(file) => Ok(FileBytes::Dma(file.read_at(position, len).await?)),
             LogFile::Memory(file) => {
                 let data = lock(file);
                 let start = (position as usize).min(data.len());
                 let end = start.saturating_add(len).min(data.len());
-                Ok(Bytes::copy_from_slice(&data[start..end]))
+                Ok(FileBytes::Memory(Bytes::copy_from_slice(&data[start..end])))
             }
         }
     }
