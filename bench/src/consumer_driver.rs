@@ -122,6 +122,8 @@ pub fn run_end_to_end_consumer(
 pub struct PassOutcome {
     pub records: u64,
     pub bytes: u64,
+    /// When the first record arrived (`None` when none did).
+    pub first: Option<Instant>,
     /// When the last record arrived (or the pass gave up).
     pub finished: Instant,
     pub complete: bool,
@@ -143,11 +145,13 @@ pub fn run_pass_consumer(
     let mut records = 0u64;
     let mut bytes = 0u64;
     let mut errors = Vec::new();
+    let mut first = None;
     let mut finished = Instant::now();
     while records < expected && Instant::now() < deadline {
         match consumer.poll(Duration::from_millis(50)) {
             Some(Ok(message)) => {
                 let size = message.payload_len() + message.key().map_or(0, <[u8]>::len);
+                first.get_or_insert_with(Instant::now);
                 records += 1;
                 bytes += size as u64;
                 progress.add_consumed(size as u64);
@@ -168,6 +172,7 @@ pub fn run_pass_consumer(
     Ok(PassOutcome {
         records,
         bytes,
+        first,
         finished,
         complete: records >= expected,
         errors,

@@ -87,8 +87,9 @@ pub struct MatrixArgs {
     /// End-to-end rate as a fraction of the baseline's produce throughput.
     #[arg(long, default_value_t = 0.5)]
     pub e2e_rate_fraction: f64,
-    /// Bytes written before each consume run.
-    #[arg(long, default_value_t = 256 << 20)]
+    /// Bytes written before each consume run (enough that a pass reads for a while at
+    /// disk speed, rather than measuring how fast a consumer starts).
+    #[arg(long, default_value_t = 2 << 30)]
     pub fill_bytes: u64,
     /// Longest time spent filling before a consume run.
     #[arg(long, default_value_t = 15.0)]

@@ -709,6 +709,7 @@ fn run_consume(
             .context("starting consumer threads")?;
         let mut records = 0;
         let mut bytes = 0;
+        let mut first: Option<Instant> = None;
         let mut finished = started;
         let mut time_limited = false;
         for handle in handles {
@@ -716,6 +717,10 @@ fn run_consume(
                 Ok(Ok(outcome)) => {
                     records += outcome.records;
                     bytes += outcome.bytes;
+                    first = match (first, outcome.first) {
+                        (Some(earlier), Some(this)) => Some(earlier.min(this)),
+                        (earlier, this) => earlier.or(this),
+                    };
                     finished = finished.max(outcome.finished);
                     if !outcome.complete && !warmup {
                         time_limited = true;
@@ -730,7 +735,12 @@ fn run_consume(
         if warmup {
             continue;
         }
-        let seconds = finished.duration_since(started).as_secs_f64().max(1e-9);
+        // The clock starts at the first record, so that connecting, metadata and the
+        // offset lookup (a fixed cost of every pass) do not dilute the rate.
+        let seconds = finished
+            .duration_since(first.unwrap_or(started))
+            .as_secs_f64()
+            .max(1e-9);
         if time_limited {
             notes.push(format!(
                 "pass {} stopped at the {limit} s limit after {records} of {available} records",
