@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use futures_util::future::{select, select_all, Either, FutureExt};
+use futures_util::future::{join_all, select, select_all, Either, FutureExt};
 use kaas_engine::{LogConfig, PartitionId};
 
 use crate::broker::shard::Shard;
@@ -149,42 +149,45 @@ async fn read_all(
     run_on_owners(shard, work_items, read_on_owner).await
 }
 
+/// Reads the owner's partitions concurrently, so that disk reads for several partitions are
+/// in flight at once.
 async fn read_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usize, Output)> {
-    let mut outputs = Vec::with_capacity(items.len());
-    for item in items {
-        let output = match shard.log(&item.id, item.input.config).await {
-            Err(error) => failure(error_code(&error)),
-            Ok(log) => {
-                let offsets = log.offsets();
-                let read = if item.input.offset < 0 {
-                    Err(kaas_engine::EngineError::OffsetOutOfRange {
-                        offset: 0,
-                        start: offsets.log_start_offset,
-                        end: offsets.log_end_offset,
-                    })
-                } else {
-                    log.read(item.input.offset as u64, item.input.max_bytes)
-                        .await
-                };
-                match read {
-                    Ok(fetched) => Output {
-                        error: ErrorCode::None,
-                        high_watermark: fetched.high_watermark as i64,
-                        log_start_offset: fetched.log_start_offset as i64,
-                        chunks: fetched.chunks,
-                    },
-                    Err(error) => Output {
-                        error: error_code(&error),
-                        high_watermark: offsets.high_watermark as i64,
-                        log_start_offset: offsets.log_start_offset as i64,
-                        chunks: Vec::new(),
-                    },
-                }
-            }
-        };
-        outputs.push((item.slot, output));
+    join_all(items.into_iter().map(|item| {
+        let shard = shard.clone();
+        async move { (item.slot, read_one(&shard, item.id, item.input).await) }
+    }))
+    .await
+}
+
+async fn read_one(shard: &Shard, id: PartitionId, input: Input) -> Output {
+    let log = match shard.log(&id, input.config).await {
+        Err(error) => return failure(error_code(&error)),
+        Ok(log) => log,
+    };
+    let offsets = log.offsets();
+    let read = if input.offset < 0 {
+        Err(kaas_engine::EngineError::OffsetOutOfRange {
+            offset: 0,
+            start: offsets.log_start_offset,
+            end: offsets.log_end_offset,
+        })
+    } else {
+        log.read(input.offset as u64, input.max_bytes).await
+    };
+    match read {
+        Ok(fetched) => Output {
+            error: ErrorCode::None,
+            high_watermark: fetched.high_watermark as i64,
+            log_start_offset: fetched.log_start_offset as i64,
+            chunks: fetched.chunks,
+        },
+        Err(error) => Output {
+            error: error_code(&error),
+            high_watermark: offsets.high_watermark as i64,
+            log_start_offset: offsets.log_start_offset as i64,
+            chunks: Vec::new(),
+        },
     }
-    outputs
 }
 
 /// Waits until any partition has data past its fetch offset, or the deadline.
