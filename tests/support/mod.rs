@@ -156,6 +156,9 @@ impl WireClient {
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .expect("timeout");
+        // A request goes out in several writes; without this, Nagle's algorithm holds the
+        // last one until the broker's delayed ACK (40 ms) for every request.
+        stream.set_nodelay(true).expect("nodelay");
         WireClient {
             stream,
             correlation_id: 0,

@@ -19,6 +19,7 @@ pub struct ShardMetrics {
     connections_open: AtomicI64,
     connections_total: AtomicU64,
     records_appended: AtomicU64,
+    fetch_read_bytes: AtomicU64,
     partitions_open: AtomicI64,
 }
 
@@ -32,6 +33,7 @@ impl Default for ShardMetrics {
             connections_open: AtomicI64::new(0),
             connections_total: AtomicU64::new(0),
             records_appended: AtomicU64::new(0),
+            fetch_read_bytes: AtomicU64::new(0),
             partitions_open: AtomicI64::new(0),
         }
     }
@@ -72,6 +74,13 @@ impl ShardMetrics {
         self.records_appended.fetch_add(records, Ordering::Relaxed);
     }
 
+    /// Bytes of records a fetch read from a partition log (memory or disk), whether or not
+    /// the response had room for them.
+    pub fn fetch_read(&self, bytes: usize) {
+        self.fetch_read_bytes
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
     /// Sets the number of partitions open on this shard.
     pub fn set_partitions_open(&self, count: usize) {
         self.partitions_open.store(count as i64, Ordering::Relaxed);
@@ -94,7 +103,7 @@ pub fn render(shards: &[std::sync::Arc<ShardMetrics>]) -> String {
             let _ = writeln!(out, "kaas_requests_total{{api_key=\"{key}\"}} {count}");
         }
     }
-    let counters: [(&str, &str, u64); 5] = [
+    let counters: [(&str, &str, u64); 6] = [
         (
             "kaas_request_errors_total",
             "counter",
@@ -119,6 +128,11 @@ pub fn render(shards: &[std::sync::Arc<ShardMetrics>]) -> String {
             "kaas_records_appended_total",
             "counter",
             sum(&|s| s.records_appended.load(Ordering::Relaxed)),
+        ),
+        (
+            "kaas_fetch_read_bytes_total",
+            "counter",
+            sum(&|s| s.fetch_read_bytes.load(Ordering::Relaxed)),
         ),
     ];
     for (name, kind, value) in counters {

@@ -2,12 +2,17 @@
 //!
 //! Limits follow Kafka: each partition returns at most `partition_max_bytes` and the response
 //! at most `max_bytes`, except that the first non-empty partition always returns at least one
-//! whole batch so a consumer can make progress past a large batch. When less than
+//! whole batch so a consumer can make progress past a large batch. The response's `max_bytes`
+//! is a budget the partitions' reads draw from before they read, in request order on each
+//! owner shard: a fetch of 1,000 partitions with 1 MiB each wanted and 50 MB allowed reads
+//! about 50 MB from disk, not 1,000 MiB of which most would be dropped. When less than
 //! `min_bytes` is available the request waits, up to `max_wait_ms`, for any of its partitions
 //! to receive data (long polling), then reads again. Fetch sessions are not kept: every
 //! response carries session id 0, which tells clients to send full requests.
 
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -27,6 +32,50 @@ struct Input {
     offset: i64,
     max_bytes: usize,
     config: LogConfig,
+    budget: ResponseBudget,
+}
+
+/// The bytes a response may still take, shared by its partitions' reads on every shard.
+#[derive(Clone, Default)]
+struct ResponseBudget {
+    left: Arc<AtomicUsize>,
+    total: usize,
+}
+
+/// What one partition's read may take from a [`ResponseBudget`].
+struct Share {
+    bytes: usize,
+    /// Nothing was taken before: this read may return one batch larger than its share, as
+    /// the first partition of a Kafka response does.
+    first: bool,
+}
+
+impl ResponseBudget {
+    fn new(bytes: usize) -> Self {
+        ResponseBudget {
+            left: Arc::new(AtomicUsize::new(bytes)),
+            total: bytes,
+        }
+    }
+
+    /// Takes up to `wanted` bytes; none when the budget is spent.
+    fn reserve(&self, wanted: usize) -> Share {
+        let left = self
+            .left
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                Some(left - left.min(wanted))
+            })
+            .unwrap_or(0);
+        Share {
+            bytes: left.min(wanted),
+            first: left == self.total,
+        }
+    }
+
+    /// Gives back what a read reserved but did not use.
+    fn give_back(&self, bytes: usize) {
+        self.left.fetch_add(bytes, Ordering::Relaxed);
+    }
 }
 
 struct Output {
@@ -79,6 +128,7 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
                                 offset: fetch_partition.fetch_offset,
                                 max_bytes: fetch_partition.partition_max_bytes.max(0) as usize,
                                 config: t.log_config.clone(),
+                                budget: ResponseBudget::default(),
                             },
                         ));
                         ErrorCode::None
@@ -98,7 +148,8 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
 
     let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
     let min_bytes = request.min_bytes.max(0) as usize;
-    let mut outputs = read_all(shard, &items).await;
+    let max_bytes = request.max_bytes.max(0) as usize;
+    let mut outputs = read_all(shard, &items, max_bytes).await;
     loop {
         let available: usize = outputs.iter().map(|(_, o)| chunks_len(&o.chunks)).sum();
         let any_error = outputs.iter().any(|(_, o)| o.error != ErrorCode::None);
@@ -107,11 +158,10 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
             break;
         }
         wait_for_any(shard, &items, deadline).await;
-        outputs = read_all(shard, &items).await;
+        outputs = read_all(shard, &items, max_bytes).await;
     }
 
     let mut response_bytes = 0usize;
-    let max_bytes = request.max_bytes.max(0) as usize;
     outputs.sort_by_key(|(slot, _)| *slot);
     for (slot, output) in outputs {
         let (topic_index, partition_index) = slots[slot];
@@ -134,16 +184,23 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
     }
 }
 
+/// Reads every partition, all of them drawing on one budget of `max_bytes`.
 async fn read_all(
     shard: &Rc<Shard>,
     items: &[(usize, PartitionId, Input)],
+    max_bytes: usize,
 ) -> Vec<(usize, Output)> {
+    // At least one byte, so that a request with `max_bytes` 0 still gets its first batch.
+    let budget = ResponseBudget::new(max_bytes.max(1));
     let work_items = items
         .iter()
         .map(|(slot, id, input)| Item {
             slot: *slot,
             id: id.clone(),
-            input: input.clone(),
+            input: Input {
+                budget: budget.clone(),
+                ..input.clone()
+            },
         })
         .collect();
     run_on_owners(shard, work_items, read_on_owner).await
@@ -172,7 +229,43 @@ async fn read_one(shard: &Shard, id: PartitionId, input: Input) -> Output {
             end: offsets.log_end_offset,
         })
     } else {
-        log.read(input.offset as u64, input.max_bytes).await
+        // Nothing to read at or past the high watermark: no budget taken.
+        let wanted = if input.offset as u64 >= offsets.high_watermark {
+            0
+        } else {
+            input.max_bytes
+        };
+        let share = input.budget.reserve(wanted);
+        if share.bytes == 0 && wanted > 0 {
+            // The response is full: this partition is skipped, which is not an error.
+            Ok(kaas_engine::FetchedRecords {
+                chunks: Vec::new(),
+                high_watermark: offsets.high_watermark,
+                log_start_offset: offsets.log_start_offset,
+            })
+        } else {
+            let mut read = log.read(input.offset as u64, share.bytes.max(1)).await;
+            let used = read
+                .as_ref()
+                .map_or(0, |fetched| chunks_len(&fetched.chunks));
+            shard.metrics.fetch_read(used);
+            if used <= share.bytes {
+                input.budget.give_back(share.bytes - used);
+            } else {
+                // A read returns at least one batch, even one larger than its share.
+                let extra = used - share.bytes;
+                let taken = input.budget.reserve(extra).bytes;
+                if taken < extra && share.bytes < wanted && !share.first {
+                    // The budget cut this share short and the batch does not fit: the
+                    // partition is left for the next fetch.
+                    if let Ok(fetched) = read.as_mut() {
+                        fetched.chunks.clear();
+                    }
+                    input.budget.give_back(share.bytes + taken);
+                }
+            }
+            read
+        }
     };
     match read {
         Ok(fetched) => Output {
