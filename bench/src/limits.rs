@@ -6,23 +6,27 @@
 //!   time includes the `fdatasync`. Several block sizes and thread counts are tried and the
 //!   best is the limit. A second figure writes 256 KiB and `fdatasync`s after every write (a
 //!   durable append stream with queue depth 1).
+//! - O_DIRECT sequential read: a file written and `fdatasync`ed first is read front to back
+//!   with `pread` into 4 KiB-aligned buffers, by one or more threads; the best run is the
+//!   limit a broker reading its segments with direct I/O (as kaas does) cannot pass.
 //! - Loopback TCP: one connection over 127.0.0.1, 256 KiB writes for a few seconds, bytes
 //!   counted by the receiver.
 //! - memcpy: copying a 64 MiB buffer repeatedly for a second.
 
-use std::alloc::{alloc, dealloc, Layout};
-use std::ffi::CString;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::machine::{git_revision, unix_time, MachineInfo};
+
+mod direct_io;
+
+use direct_io::{disk_read, disk_write};
 
 /// `kaas-bench limits` flags.
 #[derive(Args, Debug, Clone)]
@@ -46,7 +50,7 @@ pub struct LimitsArgs {
 pub struct DiskRun {
     pub block_bytes: usize,
     pub threads: usize,
-    /// `end`: one fdatasync after all writes; `every-write`: after each write.
+    /// `end`: one fdatasync after all writes; `every-write`: after each write; `none`: reads.
     pub sync: String,
     pub bytes: u64,
     pub seconds: f64,
@@ -65,6 +69,12 @@ pub struct Limits {
     pub o_direct_write_mb_per_s: f64,
     /// 256 KiB writes, each followed by fdatasync.
     pub o_direct_write_fdatasync_each_mb_per_s: f64,
+    /// Sequential reads (`sync` is `none`); empty in reports made before it was measured.
+    #[serde(default)]
+    pub read_runs: Vec<DiskRun>,
+    /// Best of `read_runs`: the O_DIRECT sequential read limit (0 when not measured).
+    #[serde(default)]
+    pub o_direct_read_mb_per_s: f64,
     pub loopback_tcp_mb_per_s: f64,
     pub memcpy_mb_per_s: f64,
 }
@@ -78,9 +88,10 @@ pub fn limits_command(args: &LimitsArgs) -> anyhow::Result<()> {
     std::fs::write(&args.out, serde_json::to_string_pretty(&limits)?)
         .with_context(|| format!("writing {}", args.out.display()))?;
     println!(
-        "O_DIRECT sequential write {:.0} MB/s (fdatasync per 256 KiB write: {:.0} MB/s); loopback TCP {:.0} MB/s; memcpy {:.0} MB/s",
+        "O_DIRECT sequential write {:.0} MB/s (fdatasync per 256 KiB write: {:.0} MB/s), read {:.0} MB/s; loopback TCP {:.0} MB/s; memcpy {:.0} MB/s",
         limits.o_direct_write_mb_per_s,
         limits.o_direct_write_fdatasync_each_mb_per_s,
+        limits.o_direct_read_mb_per_s,
         limits.loopback_tcp_mb_per_s,
         limits.memcpy_mb_per_s
     );
@@ -110,6 +121,16 @@ pub fn measure_limits(dir: &Path, file_bytes: u64, tcp_seconds: f64) -> anyhow::
     let best = disk_runs.iter().map(|r| r.mb_per_s).fold(0.0, f64::max);
     let fdatasync_each = synced.mb_per_s;
     disk_runs.push(synced);
+    let mut read_runs = Vec::new();
+    for threads in [1, 4] {
+        let run = disk_read(dir, file_bytes, 1 << 20, threads)?;
+        eprintln!(
+            "disk: 1024 KiB reads x {threads} thread(s): {:.0} MB/s",
+            run.mb_per_s
+        );
+        read_runs.push(run);
+    }
+    let best_read = read_runs.iter().map(|r| r.mb_per_s).fold(0.0, f64::max);
     let tcp = loopback_tcp(Duration::from_secs_f64(tcp_seconds))?;
     eprintln!("loopback TCP: {tcp:.0} MB/s");
     let memcpy = memcpy_rate();
@@ -122,162 +143,10 @@ pub fn measure_limits(dir: &Path, file_bytes: u64, tcp_seconds: f64) -> anyhow::
         disk_runs,
         o_direct_write_mb_per_s: best,
         o_direct_write_fdatasync_each_mb_per_s: fdatasync_each,
+        read_runs,
+        o_direct_read_mb_per_s: best_read,
         loopback_tcp_mb_per_s: tcp,
         memcpy_mb_per_s: memcpy,
-    })
-}
-
-/// A zero-initialized, 4 KiB-aligned buffer for O_DIRECT.
-struct AlignedBuffer {
-    ptr: *mut u8,
-    layout: Layout,
-}
-
-// The buffer is plain memory owned by one thread at a time.
-unsafe impl Send for AlignedBuffer {}
-
-impl AlignedBuffer {
-    fn new(len: usize, fill: u8) -> anyhow::Result<Self> {
-        let layout = Layout::from_size_align(len, 4096).context("buffer layout")?;
-        // SAFETY: the layout has a non-zero size (callers pass block sizes ≥ 4 KiB).
-        let ptr = unsafe { alloc(layout) };
-        if ptr.is_null() {
-            bail!("allocating {len} bytes");
-        }
-        // SAFETY: `ptr` points to `len` writable bytes just allocated.
-        unsafe { std::ptr::write_bytes(ptr, fill, len) };
-        Ok(AlignedBuffer { ptr, layout })
-    }
-}
-
-impl Drop for AlignedBuffer {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { dealloc(self.ptr, self.layout) };
-    }
-}
-
-struct DirectFile {
-    fd: libc::c_int,
-}
-
-impl DirectFile {
-    fn create(path: &Path, size: u64) -> anyhow::Result<Self> {
-        let name = CString::new(path.as_os_str().as_bytes())?;
-        // SAFETY: `name` is a valid C string; the flags and mode are plain integers.
-        let fd = unsafe {
-            libc::open(
-                name.as_ptr(),
-                libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY | libc::O_DIRECT | libc::O_CLOEXEC,
-                0o644,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("opening {} with O_DIRECT", path.display()));
-        }
-        let file = DirectFile { fd };
-        // SAFETY: `fd` is open for writing.
-        if unsafe { libc::fallocate(fd, 0, 0, size as libc::off_t) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("fallocate");
-        }
-        Ok(file)
-    }
-
-    fn write_all_at(&self, buffer: &AlignedBuffer, len: usize, offset: u64) -> anyhow::Result<()> {
-        let mut done = 0usize;
-        while done < len {
-            // SAFETY: the buffer holds `len` bytes; `done` < `len`.
-            let written = unsafe {
-                libc::pwrite(
-                    self.fd,
-                    buffer.ptr.add(done) as *const libc::c_void,
-                    len - done,
-                    (offset + done as u64) as libc::off_t,
-                )
-            };
-            if written < 0 {
-                let error = std::io::Error::last_os_error();
-                if error.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(error).context("pwrite");
-            }
-            if written == 0 {
-                bail!("pwrite wrote nothing");
-            }
-            done += written as usize;
-        }
-        Ok(())
-    }
-
-    fn datasync(&self) -> anyhow::Result<()> {
-        // SAFETY: `fd` is open.
-        if unsafe { libc::fdatasync(self.fd) } != 0 {
-            return Err(std::io::Error::last_os_error()).context("fdatasync");
-        }
-        Ok(())
-    }
-}
-
-impl Drop for DirectFile {
-    fn drop(&mut self) {
-        // SAFETY: `fd` is open and owned by this value.
-        unsafe { libc::close(self.fd) };
-    }
-}
-
-fn disk_write(
-    dir: &Path,
-    total: u64,
-    block: usize,
-    threads: usize,
-    sync_each: bool,
-) -> anyhow::Result<DiskRun> {
-    let blocks = (total / block as u64).max(threads as u64);
-    let total = blocks * block as u64;
-    let path = dir.join(format!("kaas-bench-odirect-{}.tmp", std::process::id()));
-    let file = DirectFile::create(&path, total)?;
-    let per_thread = blocks.div_ceil(threads as u64);
-    let started = Instant::now();
-    let result = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads as u64)
-            .map(|thread| {
-                let file = &file;
-                scope.spawn(move || -> anyhow::Result<()> {
-                    let buffer = AlignedBuffer::new(block, 0x5a)?;
-                    let first = thread * per_thread;
-                    let last = ((thread + 1) * per_thread).min(blocks);
-                    for index in first..last {
-                        file.write_all_at(&buffer, block, index * block as u64)?;
-                        if sync_each {
-                            file.datasync()?;
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("writer panicked")))
-            })
-            .collect::<anyhow::Result<Vec<()>>>()
-    })
-    .and_then(|_| file.datasync());
-    let seconds = started.elapsed().as_secs_f64();
-    drop(file);
-    let _ = std::fs::remove_file(&path);
-    result?;
-    Ok(DiskRun {
-        block_bytes: block,
-        threads,
-        sync: if sync_each { "every-write" } else { "end" }.into(),
-        bytes: total,
-        seconds,
-        mb_per_s: total as f64 / seconds / 1e6,
     })
 }
 

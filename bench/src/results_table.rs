@@ -251,6 +251,22 @@ fn render_limits(out: &mut String, results: &MatrixResults) {
             run.mb_per_s
         );
     }
+    if !limits.read_runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "| O_DIRECT sequential read, best of the runs below | {:.0} |",
+            limits.o_direct_read_mb_per_s
+        );
+        for run in &limits.read_runs {
+            let _ = writeln!(
+                out,
+                "| &nbsp;&nbsp;{} KiB reads × {} thread(s) | {:.0} |",
+                run.block_bytes >> 10,
+                run.threads,
+                run.mb_per_s
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "| loopback TCP, one connection, 256 KiB writes | {:.0} |\n| memcpy, 64 MiB buffers | {:.0} |\n",

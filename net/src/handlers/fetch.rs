@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::future::{join_all, select, select_all, Either, FutureExt};
-use kaas_engine::{LogConfig, PartitionId};
+use kaas_engine::{FetchedRecords, LogConfig, PartitionId, PartitionLog};
 
 use crate::broker::shard::Shard;
 use crate::handlers::partition_work::{run_on_owners, Item};
@@ -229,43 +229,14 @@ async fn read_one(shard: &Shard, id: PartitionId, input: Input) -> Output {
             end: offsets.log_end_offset,
         })
     } else {
-        // Nothing to read at or past the high watermark: no budget taken.
-        let wanted = if input.offset as u64 >= offsets.high_watermark {
-            0
-        } else {
-            input.max_bytes
-        };
-        let share = input.budget.reserve(wanted);
-        if share.bytes == 0 && wanted > 0 {
-            // The response is full: this partition is skipped, which is not an error.
-            Ok(kaas_engine::FetchedRecords {
-                chunks: Vec::new(),
-                high_watermark: offsets.high_watermark,
-                log_start_offset: offsets.log_start_offset,
-            })
-        } else {
-            let mut read = log.read(input.offset as u64, share.bytes.max(1)).await;
-            let used = read
-                .as_ref()
-                .map_or(0, |fetched| chunks_len(&fetched.chunks));
-            shard.metrics.fetch_read(used);
-            if used <= share.bytes {
-                input.budget.give_back(share.bytes - used);
-            } else {
-                // A read returns at least one batch, even one larger than its share.
-                let extra = used - share.bytes;
-                let taken = input.budget.reserve(extra).bytes;
-                if taken < extra && share.bytes < wanted && !share.first {
-                    // The budget cut this share short and the batch does not fit: the
-                    // partition is left for the next fetch.
-                    if let Ok(fetched) = read.as_mut() {
-                        fetched.chunks.clear();
-                    }
-                    input.budget.give_back(share.bytes + taken);
-                }
-            }
-            read
-        }
+        read_within_budget(
+            shard,
+            &log,
+            input.offset as u64,
+            input.max_bytes,
+            &input.budget,
+        )
+        .await
     };
     match read {
         Ok(fetched) => Output {
@@ -281,6 +252,55 @@ async fn read_one(shard: &Shard, id: PartitionId, input: Input) -> Output {
             chunks: Vec::new(),
         },
     }
+}
+
+/// Reads up to `partition_max` bytes from `offset`, first taking them from the response's
+/// `budget`, and gives back what the read did not use. A partition the spent budget leaves no
+/// room for is not read (empty records, no error).
+async fn read_within_budget(
+    shard: &Shard,
+    log: &PartitionLog,
+    offset: u64,
+    partition_max: usize,
+    budget: &ResponseBudget,
+) -> kaas_engine::Result<FetchedRecords> {
+    let offsets = log.offsets();
+    // Nothing to read at or past the high watermark: no budget taken (the read still checks
+    // the offset).
+    let wanted = if offset >= offsets.high_watermark {
+        0
+    } else {
+        partition_max
+    };
+    let share = budget.reserve(wanted);
+    if share.bytes == 0 && wanted > 0 {
+        return Ok(FetchedRecords {
+            chunks: Vec::new(),
+            high_watermark: offsets.high_watermark,
+            log_start_offset: offsets.log_start_offset,
+        });
+    }
+    let mut read = log.read(offset, share.bytes.max(1)).await;
+    let used = read
+        .as_ref()
+        .map_or(0, |fetched| chunks_len(&fetched.chunks));
+    shard.metrics.fetch_read(used);
+    if used <= share.bytes {
+        budget.give_back(share.bytes - used);
+        return read;
+    }
+    // A read returns at least one batch, even one larger than its share.
+    let extra = used - share.bytes;
+    let taken = budget.reserve(extra).bytes;
+    if taken < extra && share.bytes < wanted && !share.first {
+        // The budget cut this share short and the batch does not fit: the partition is left
+        // for the next fetch.
+        if let Ok(fetched) = read.as_mut() {
+            fetched.chunks.clear();
+        }
+        budget.give_back(share.bytes + taken);
+    }
+    read
 }
 
 /// Waits until any partition has data past its fetch offset, or the deadline.

@@ -1,0 +1,265 @@
+//! Direct I/O on a scratch file: sequential writes and reads that bypass the page cache.
+
+use std::alloc::{alloc, dealloc, Layout};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+
+use super::DiskRun;
+
+/// A 4 KiB-aligned buffer for O_DIRECT, filled with one byte value.
+struct AlignedBuffer {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+// The buffer is plain memory owned by one thread at a time.
+unsafe impl Send for AlignedBuffer {}
+
+impl AlignedBuffer {
+    fn new(len: usize, fill: u8) -> anyhow::Result<Self> {
+        let layout = Layout::from_size_align(len, 4096).context("buffer layout")?;
+        // SAFETY: the layout has a non-zero size (callers pass block sizes ≥ 4 KiB).
+        let ptr = unsafe { alloc(layout) };
+        if ptr.is_null() {
+            bail!("allocating {len} bytes");
+        }
+        // SAFETY: `ptr` points to `len` writable bytes just allocated.
+        unsafe { std::ptr::write_bytes(ptr, fill, len) };
+        Ok(AlignedBuffer { ptr, layout })
+    }
+}
+
+impl Drop for AlignedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr, self.layout) };
+    }
+}
+
+struct DirectFile {
+    fd: libc::c_int,
+}
+
+impl DirectFile {
+    fn create(path: &Path, size: u64) -> anyhow::Result<Self> {
+        let name = CString::new(path.as_os_str().as_bytes())?;
+        // SAFETY: `name` is a valid C string; the flags and mode are plain integers.
+        let fd = unsafe {
+            libc::open(
+                name.as_ptr(),
+                libc::O_CREAT | libc::O_TRUNC | libc::O_RDWR | libc::O_DIRECT | libc::O_CLOEXEC,
+                0o644,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error())
+                .with_context(|| format!("opening {} with O_DIRECT", path.display()));
+        }
+        let file = DirectFile { fd };
+        // SAFETY: `fd` is open for writing.
+        if unsafe { libc::fallocate(fd, 0, 0, size as libc::off_t) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("fallocate");
+        }
+        Ok(file)
+    }
+
+    fn write_all_at(&self, buffer: &AlignedBuffer, len: usize, offset: u64) -> anyhow::Result<()> {
+        let mut done = 0usize;
+        while done < len {
+            // SAFETY: the buffer holds `len` bytes; `done` < `len`.
+            let written = unsafe {
+                libc::pwrite(
+                    self.fd,
+                    buffer.ptr.add(done) as *const libc::c_void,
+                    len - done,
+                    (offset + done as u64) as libc::off_t,
+                )
+            };
+            if written < 0 {
+                let error = std::io::Error::last_os_error();
+                if error.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error).context("pwrite");
+            }
+            if written == 0 {
+                bail!("pwrite wrote nothing");
+            }
+            done += written as usize;
+        }
+        Ok(())
+    }
+
+    fn read_exact_at(&self, buffer: &AlignedBuffer, len: usize, offset: u64) -> anyhow::Result<()> {
+        let mut done = 0usize;
+        while done < len {
+            // SAFETY: the buffer holds `len` writable bytes; `done` < `len`.
+            let read = unsafe {
+                libc::pread(
+                    self.fd,
+                    buffer.ptr.add(done) as *mut libc::c_void,
+                    len - done,
+                    (offset + done as u64) as libc::off_t,
+                )
+            };
+            if read < 0 {
+                let error = std::io::Error::last_os_error();
+                if error.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(error).context("pread");
+            }
+            if read == 0 {
+                bail!("pread hit the end of the file at {}", offset + done as u64);
+            }
+            done += read as usize;
+        }
+        Ok(())
+    }
+
+    fn datasync(&self) -> anyhow::Result<()> {
+        // SAFETY: `fd` is open.
+        if unsafe { libc::fdatasync(self.fd) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("fdatasync");
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DirectFile {
+    fn drop(&mut self) {
+        // SAFETY: `fd` is open and owned by this value.
+        unsafe { libc::close(self.fd) };
+    }
+}
+
+/// Writes `total` bytes in `block`-byte writes from `threads` threads, then fdatasyncs (or
+/// after every write with `sync_each`).
+pub(super) fn disk_write(
+    dir: &Path,
+    total: u64,
+    block: usize,
+    threads: usize,
+    sync_each: bool,
+) -> anyhow::Result<DiskRun> {
+    let blocks = (total / block as u64).max(threads as u64);
+    let total = blocks * block as u64;
+    let path = dir.join(format!("kaas-bench-odirect-{}.tmp", std::process::id()));
+    let file = DirectFile::create(&path, total)?;
+    let per_thread = blocks.div_ceil(threads as u64);
+    let started = Instant::now();
+    let result = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads as u64)
+            .map(|thread| {
+                let file = &file;
+                scope.spawn(move || -> anyhow::Result<()> {
+                    let buffer = AlignedBuffer::new(block, 0x5a)?;
+                    let first = thread * per_thread;
+                    let last = ((thread + 1) * per_thread).min(blocks);
+                    for index in first..last {
+                        file.write_all_at(&buffer, block, index * block as u64)?;
+                        if sync_each {
+                            file.datasync()?;
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("writer panicked")))
+            })
+            .collect::<anyhow::Result<Vec<()>>>()
+    })
+    .and_then(|_| file.datasync());
+    let seconds = started.elapsed().as_secs_f64();
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    result?;
+    Ok(DiskRun {
+        block_bytes: block,
+        threads,
+        sync: if sync_each { "every-write" } else { "end" }.into(),
+        bytes: total,
+        seconds,
+        mb_per_s: total as f64 / seconds / 1e6,
+    })
+}
+
+/// Writes `total` bytes (1 MiB writes, fdatasync'd), then times reading them back in
+/// `block`-byte reads from `threads` threads, each owning a contiguous range.
+pub(super) fn disk_read(
+    dir: &Path,
+    total: u64,
+    block: usize,
+    threads: usize,
+) -> anyhow::Result<DiskRun> {
+    let blocks = (total / block as u64).max(threads as u64);
+    let total = blocks * block as u64;
+    let path = dir.join(format!(
+        "kaas-bench-odirect-read-{}.tmp",
+        std::process::id()
+    ));
+    let file = DirectFile::create(&path, total)?;
+    let result = fill_and_read(&file, total, block, blocks, threads);
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    let seconds = result?;
+    Ok(DiskRun {
+        block_bytes: block,
+        threads,
+        sync: "none".into(),
+        bytes: total,
+        seconds,
+        mb_per_s: total as f64 / seconds / 1e6,
+    })
+}
+
+/// Fills `file` and returns the seconds the reads took.
+fn fill_and_read(
+    file: &DirectFile,
+    total: u64,
+    block: usize,
+    blocks: u64,
+    threads: usize,
+) -> anyhow::Result<f64> {
+    let fill = AlignedBuffer::new(1 << 20, 0xa5)?;
+    let mut offset = 0u64;
+    while offset < total {
+        let len = (total - offset).min(1 << 20) as usize;
+        file.write_all_at(&fill, len, offset)?;
+        offset += len as u64;
+    }
+    file.datasync()?;
+    let per_thread = blocks.div_ceil(threads as u64);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads as u64)
+            .map(|thread| {
+                scope.spawn(move || -> anyhow::Result<()> {
+                    let buffer = AlignedBuffer::new(block, 0)?;
+                    let last = ((thread + 1) * per_thread).min(blocks);
+                    for index in thread * per_thread..last {
+                        file.read_exact_at(&buffer, block, index * block as u64)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("reader panicked")))
+            })
+            .collect::<anyhow::Result<Vec<()>>>()
+    })?;
+    Ok(started.elapsed().as_secs_f64())
+}
