@@ -40,6 +40,12 @@ impl Drop for AlignedBuffer {
     }
 }
 
+#[derive(Clone, Copy)]
+enum Direction {
+    Read,
+    Write,
+}
+
 struct DirectFile {
     fd: libc::c_int,
 }
@@ -68,55 +74,47 @@ impl DirectFile {
     }
 
     fn write_all_at(&self, buffer: &AlignedBuffer, len: usize, offset: u64) -> anyhow::Result<()> {
-        let mut done = 0usize;
-        while done < len {
-            // SAFETY: the buffer holds `len` bytes; `done` < `len`.
-            let written = unsafe {
-                libc::pwrite(
-                    self.fd,
-                    buffer.ptr.add(done) as *const libc::c_void,
-                    len - done,
-                    (offset + done as u64) as libc::off_t,
-                )
-            };
-            if written < 0 {
-                let error = std::io::Error::last_os_error();
-                if error.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(error).context("pwrite");
-            }
-            if written == 0 {
-                bail!("pwrite wrote nothing");
-            }
-            done += written as usize;
-        }
-        Ok(())
+        self.transfer_at(Direction::Write, buffer, len, offset)
     }
 
     fn read_exact_at(&self, buffer: &AlignedBuffer, len: usize, offset: u64) -> anyhow::Result<()> {
+        self.transfer_at(Direction::Read, buffer, len, offset)
+    }
+
+    /// `pwrite`s or `pread`s exactly `len` bytes of `buffer` at `offset`.
+    fn transfer_at(
+        &self,
+        direction: Direction,
+        buffer: &AlignedBuffer,
+        len: usize,
+        offset: u64,
+    ) -> anyhow::Result<()> {
+        let name = match direction {
+            Direction::Read => "pread",
+            Direction::Write => "pwrite",
+        };
         let mut done = 0usize;
         while done < len {
-            // SAFETY: the buffer holds `len` writable bytes; `done` < `len`.
-            let read = unsafe {
-                libc::pread(
-                    self.fd,
-                    buffer.ptr.add(done) as *mut libc::c_void,
-                    len - done,
-                    (offset + done as u64) as libc::off_t,
-                )
+            let position = (offset + done as u64) as libc::off_t;
+            // SAFETY: the buffer holds `len` bytes, writable for reads; `done` < `len`.
+            let moved = unsafe {
+                let at = buffer.ptr.add(done);
+                match direction {
+                    Direction::Read => libc::pread(self.fd, at.cast(), len - done, position),
+                    Direction::Write => libc::pwrite(self.fd, at.cast(), len - done, position),
+                }
             };
-            if read < 0 {
+            if moved < 0 {
                 let error = std::io::Error::last_os_error();
                 if error.kind() == std::io::ErrorKind::Interrupted {
                     continue;
                 }
-                return Err(error).context("pread");
+                return Err(error).context(name);
             }
-            if read == 0 {
-                bail!("pread hit the end of the file at {}", offset + done as u64);
+            if moved == 0 {
+                bail!("{name} moved nothing at {position}");
             }
-            done += read as usize;
+            done += moved as usize;
         }
         Ok(())
     }
@@ -150,33 +148,16 @@ pub(super) fn disk_write(
     let total = blocks * block as u64;
     let path = dir.join(format!("kaas-bench-odirect-{}.tmp", std::process::id()));
     let file = DirectFile::create(&path, total)?;
-    let per_thread = blocks.div_ceil(threads as u64);
     let started = Instant::now();
-    let result = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads as u64)
-            .map(|thread| {
-                let file = &file;
-                scope.spawn(move || -> anyhow::Result<()> {
-                    let buffer = AlignedBuffer::new(block, 0x5a)?;
-                    let first = thread * per_thread;
-                    let last = ((thread + 1) * per_thread).min(blocks);
-                    for index in first..last {
-                        file.write_all_at(&buffer, block, index * block as u64)?;
-                        if sync_each {
-                            file.datasync()?;
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("writer panicked")))
-            })
-            .collect::<anyhow::Result<Vec<()>>>()
+    let result = on_threads(threads, blocks, |range| {
+        let buffer = AlignedBuffer::new(block, 0x5a)?;
+        for index in range {
+            file.write_all_at(&buffer, block, index * block as u64)?;
+            if sync_each {
+                file.datasync()?;
+            }
+        }
+        Ok(())
     })
     .and_then(|_| file.datasync());
     let seconds = started.elapsed().as_secs_f64();
@@ -238,28 +219,36 @@ fn fill_and_read(
         offset += len as u64;
     }
     file.datasync()?;
-    let per_thread = blocks.div_ceil(threads as u64);
     let started = Instant::now();
+    on_threads(threads, blocks, |range| {
+        let buffer = AlignedBuffer::new(block, 0)?;
+        for index in range {
+            file.read_exact_at(&buffer, block, index * block as u64)?;
+        }
+        Ok(())
+    })?;
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Runs `work` on `threads` threads, each given a contiguous share of the block indexes
+/// `0..blocks`; the first error wins.
+fn on_threads<F>(threads: usize, blocks: u64, work: F) -> anyhow::Result<()>
+where
+    F: Fn(std::ops::Range<u64>) -> anyhow::Result<()> + Sync,
+{
+    let per_thread = blocks.div_ceil(threads as u64);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads as u64)
             .map(|thread| {
-                scope.spawn(move || -> anyhow::Result<()> {
-                    let buffer = AlignedBuffer::new(block, 0)?;
-                    let last = ((thread + 1) * per_thread).min(blocks);
-                    for index in thread * per_thread..last {
-                        file.read_exact_at(&buffer, block, index * block as u64)?;
-                    }
-                    Ok(())
-                })
+                let work = &work;
+                let range = thread * per_thread..((thread + 1) * per_thread).min(blocks);
+                scope.spawn(move || work(range))
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("reader panicked")))
-            })
-            .collect::<anyhow::Result<Vec<()>>>()
-    })?;
-    Ok(started.elapsed().as_secs_f64())
+        handles.into_iter().try_for_each(|handle| {
+            handle
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("a disk thread panicked")))
+        })
+    })
 }
