@@ -223,19 +223,18 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     let mut max_timestamp: Option<(i64, u64)> = None;
     let mut next_offset = first_base;
     let mut truncated_at: Option<usize> = None;
-    let mut trusted_index = None;
 
     for (i, &base) in bases.iter().enumerate() {
-        let (file, file_size) = match trusted.remove(&base) {
-            Some((loaded, file, size)) => {
-                trusted_index = Some(loaded);
-                (file, size)
+        let (file, file_size, trusted_index) = match trusted.remove(&base) {
+            Some((loaded, file, size)) => (file, size, Some(loaded)),
+            None => {
+                let (file, size) = open_sized(storage, dir, base).await?;
+                (file, size, None)
             }
-            None => open_sized(storage, dir, base).await?,
         };
         if base < scan_segment {
             let next = bases.get(i + 1).copied().unwrap_or(base);
-            let loaded = match trusted_index.take() {
+            let loaded = match trusted_index {
                 Some(loaded) => loaded,
                 None => segment::SealedIndex::load(storage, dir, base).await?,
             };
@@ -362,7 +361,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     let partial_page = if active.size > page_start {
         let bytes = active
             .file
-            .read_at(page_start, (active.size - page_start) as usize)
+            .read_buffer(page_start, (active.size - page_start) as usize)
             .await
             .map_err(|e| EngineError::io("reading the last page", e))?;
         bytes.to_vec()
@@ -516,7 +515,7 @@ async fn ends_sealed(
         return Ok(false);
     }
     let bytes = file
-        .read_at(start, (size - start) as usize)
+        .read_buffer(start, (size - start) as usize)
         .await
         .map_err(|e| EngineError::io("reading a segment's last batches", e))?;
     let mut scan = batch::scan_batches(&bytes, start);
@@ -563,7 +562,7 @@ async fn scan_segment_from(
         let len = (window as u64).min(file_size - position) as usize;
         let bytes = segment
             .file
-            .read_at(position, len)
+            .read_buffer(position, len)
             .await
             .map_err(|e| EngineError::io("scanning a segment", e))?;
         let at_file_end = position + bytes.len() as u64 >= file_size;

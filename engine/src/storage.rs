@@ -395,6 +395,16 @@ pub enum FileBytes {
     Memory(Bytes),
 }
 
+impl FileBytes {
+    /// The bytes in a buffer that can leave the shard (a copy of a direct-I/O buffer).
+    pub fn into_bytes(self) -> Bytes {
+        match self {
+            FileBytes::Dma(bytes) => Bytes::copy_from_slice(&bytes),
+            FileBytes::Memory(bytes) => bytes,
+        }
+    }
+}
+
 impl std::ops::Deref for FileBytes {
     type Target = [u8];
 
@@ -449,8 +459,7 @@ impl LogFile {
 
     /// Reads up to `len` bytes at `position` (fewer at the end of the file).
     pub async fn read_at(&self, position: u64, len: usize) -> std::io::Result<Bytes> {
-        let bytes = self.read_buffer(position, len).await?;
-        Ok(Bytes::copy_from_slice(&bytes))
+        Ok(self.read_buffer(position, len).await?.into_bytes())
     }
 
     /// Like [`LogFile::read_at`], but the bytes stay in the buffer they were read into, which
