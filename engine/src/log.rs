@@ -737,39 +737,38 @@ impl PartitionLog {
                 log_start_offset,
             )
         };
-        let claimed = self
+        let mut stream = self
             .shared
             .read_ahead
             .borrow_mut()
             .claim(segment_base, offset);
-        let batches_from = |start| BatchRead {
+        let window = BatchRead::window_for(max_bytes);
+        let ahead = match stream.as_mut() {
+            Some(stream) => stream
+                .window(window)
+                .await
+                .map(|bytes| (stream.position(), bytes)),
+            None => None,
+        };
+        let (start, first_window) = match ahead {
+            Some((position, bytes)) => (position, Some(bytes)),
+            None => {
+                // Nothing usable was read ahead: the stream (if any) is not continued.
+                stream = None;
+                (self.start_position(segment_base, hint, offset).await?, None)
+            }
+        };
+        let read = BatchRead {
             file: &file,
             start,
             readable_end,
             offset,
             upper: high_watermark,
             max_bytes,
-        };
-        let window = batches_from(0).window_len();
-        let (start, first_window, stream) = match claimed {
-            Some(mut stream) => match stream.window(window).await {
-                Some(bytes) => (stream.position(), Some(bytes), Some(stream)),
-                None => (
-                    self.start_position(segment_base, hint, offset).await?,
-                    None,
-                    None,
-                ),
-            },
-            None => (
-                self.start_position(segment_base, hint, offset).await?,
-                None,
-                None,
-            ),
-        };
-        let read = batches_from(start)
-            .run(first_window)
-            .await
-            .map_err(|e| EngineError::io("reading a segment", e))?;
+        }
+        .run(first_window)
+        .await
+        .map_err(|e| EngineError::io("reading a segment", e))?;
         if let Some((position, next_offset)) = read.end.filter(|&(end, _)| end < readable_end) {
             self.shared.read_ahead.borrow_mut().advance(
                 stream,

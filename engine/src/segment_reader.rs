@@ -33,16 +33,17 @@ pub struct BatchRead<'a> {
 }
 
 impl BatchRead<'_> {
-    /// Bytes read from the file at a time (what a read-ahead of the next window reads).
-    pub fn window_len(&self) -> usize {
-        self.max_bytes.max(MIN_READ)
+    /// Bytes read from the file at a time for reads of at most `max_bytes` (what a
+    /// read-ahead of the next window reads).
+    pub fn window_for(max_bytes: usize) -> usize {
+        max_bytes.max(MIN_READ)
     }
 
     /// Reads whole batches from `start`, skipping batches below `offset`, stopping before
     /// `upper` or `readable_end`, at `max_bytes` (but returning at least one batch).
     /// `first_window` is the file's bytes from `start` when they were already read (ahead).
     pub async fn run(&self, first_window: Option<Bytes>) -> std::io::Result<SegmentRead> {
-        let window_len = self.window_len();
+        let window_len = Self::window_for(self.max_bytes);
         let mut first_window = first_window;
         let mut position = self.start;
         while position < self.readable_end {
