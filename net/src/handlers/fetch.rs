@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::future::{join_all, select, select_all, Either, FutureExt};
-use kaas_engine::{FetchedRecords, LogConfig, PartitionId, PartitionLog};
+use kaas_engine::{FetchedRecords, LogConfig, LogOffsets, PartitionId, PartitionLog};
 
 use crate::broker::shard::Shard;
 use crate::handlers::partition_work::{run_on_owners, Item};
@@ -32,11 +32,10 @@ struct Input {
     offset: i64,
     max_bytes: usize,
     config: LogConfig,
-    budget: ResponseBudget,
 }
 
 /// The bytes a response may still take, shared by its partitions' reads on every shard.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 struct ResponseBudget {
     left: Arc<AtomicUsize>,
     total: usize,
@@ -128,7 +127,6 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
                                 offset: fetch_partition.fetch_offset,
                                 max_bytes: fetch_partition.partition_max_bytes.max(0) as usize,
                                 config: t.log_config.clone(),
-                                budget: ResponseBudget::default(),
                             },
                         ));
                         ErrorCode::None
@@ -197,10 +195,7 @@ async fn read_all(
         .map(|(slot, id, input)| Item {
             slot: *slot,
             id: id.clone(),
-            input: Input {
-                budget: budget.clone(),
-                ..input.clone()
-            },
+            input: (input.clone(), budget.clone()),
         })
         .collect();
     run_on_owners(shard, work_items, read_on_owner).await
@@ -208,7 +203,10 @@ async fn read_all(
 
 /// Reads the owner's partitions concurrently, so that disk reads for several partitions are
 /// in flight at once.
-async fn read_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usize, Output)> {
+async fn read_on_owner(
+    shard: Rc<Shard>,
+    items: Vec<Item<(Input, ResponseBudget)>>,
+) -> Vec<(usize, Output)> {
     join_all(items.into_iter().map(|item| {
         let shard = shard.clone();
         async move { (item.slot, read_one(&shard, item.id, item.input).await) }
@@ -216,7 +214,11 @@ async fn read_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usize,
     .await
 }
 
-async fn read_one(shard: &Shard, id: PartitionId, input: Input) -> Output {
+async fn read_one(
+    shard: &Shard,
+    id: PartitionId,
+    (input, budget): (Input, ResponseBudget),
+) -> Output {
     let log = match shard.log(&id, input.config).await {
         Err(error) => return failure(error_code(&error)),
         Ok(log) => log,
@@ -234,7 +236,8 @@ async fn read_one(shard: &Shard, id: PartitionId, input: Input) -> Output {
             &log,
             input.offset as u64,
             input.max_bytes,
-            &input.budget,
+            &offsets,
+            &budget,
         )
         .await
     };
@@ -262,9 +265,9 @@ async fn read_within_budget(
     log: &PartitionLog,
     offset: u64,
     partition_max: usize,
+    offsets: &LogOffsets,
     budget: &ResponseBudget,
 ) -> kaas_engine::Result<FetchedRecords> {
-    let offsets = log.offsets();
     // Nothing to read at or past the high watermark: no budget taken (the read still checks
     // the offset).
     let wanted = if offset >= offsets.high_watermark {
