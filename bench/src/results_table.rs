@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use crate::limits::DiskRun;
 use crate::matrix::{CellKey, MatrixResults, RunResult};
 use crate::report::LatencySummary;
 use crate::workload::WorkloadKind;
@@ -232,46 +233,45 @@ fn render_limits(out: &mut String, results: &MatrixResults) {
     };
     let _ = writeln!(out, "## Physical limits (same run)\n");
     let _ = writeln!(out, "| measure | MB/s |\n|---|---:|");
-    let _ = writeln!(
+    render_disk_rows(
         out,
-        "| O_DIRECT sequential write into a preallocated file, best of the runs below | {:.0} |",
-        limits.o_direct_write_mb_per_s
+        "O_DIRECT sequential write into a preallocated file",
+        limits.o_direct_write_mb_per_s,
+        &limits.disk_runs,
     );
-    for run in &limits.disk_runs {
-        let _ = writeln!(
-            out,
-            "| &nbsp;&nbsp;{} KiB writes × {} thread(s), fdatasync {} | {:.0} |",
-            run.block_bytes >> 10,
-            run.threads,
-            if run.sync == "end" {
-                "at the end"
-            } else {
-                "after every write"
-            },
-            run.mb_per_s
-        );
-    }
-    if !limits.read_runs.is_empty() {
-        let _ = writeln!(
-            out,
-            "| O_DIRECT sequential read, best of the runs below | {:.0} |",
-            limits.o_direct_read_mb_per_s
-        );
-        for run in &limits.read_runs {
-            let _ = writeln!(
-                out,
-                "| &nbsp;&nbsp;{} KiB reads × {} thread(s) | {:.0} |",
-                run.block_bytes >> 10,
-                run.threads,
-                run.mb_per_s
-            );
-        }
-    }
+    render_disk_rows(
+        out,
+        "O_DIRECT sequential read",
+        limits.o_direct_read_mb_per_s,
+        &limits.read_runs,
+    );
     let _ = writeln!(
         out,
         "| loopback TCP, one connection, 256 KiB writes | {:.0} |\n| memcpy, 64 MiB buffers | {:.0} |\n",
         limits.loopback_tcp_mb_per_s, limits.memcpy_mb_per_s
     );
+}
+
+/// A limit (the best of `runs`) and one indented row per run; nothing without runs.
+fn render_disk_rows(out: &mut String, measure: &str, best: f64, runs: &[DiskRun]) {
+    if runs.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "| {measure}, best of the runs below | {best:.0} |");
+    for run in runs {
+        let (what, sync) = match run.sync.as_str() {
+            "end" => ("writes", ", fdatasync at the end"),
+            "every-write" => ("writes", ", fdatasync after every write"),
+            _ => ("reads", ""),
+        };
+        let _ = writeln!(
+            out,
+            "| &nbsp;&nbsp;{} KiB {what} × {} thread(s){sync} | {:.0} |",
+            run.block_bytes >> 10,
+            run.threads,
+            run.mb_per_s
+        );
+    }
 }
 
 fn verdict(met: Option<bool>) -> &'static str {
