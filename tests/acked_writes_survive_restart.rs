@@ -8,12 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use kaas_engine::batch::{encode_batch_for_tests, scan_batches};
 use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
-use kaas_net::protocol::messages::produce::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
 use kaas_net::protocol::Response;
 use support::{Kaas, WireClient};
 
@@ -43,19 +39,7 @@ fn produce_until_stopped(
             0,
             -1,
         );
-        let request = ProduceRequest {
-            acks: -1,
-            timeout_ms: 10_000,
-            topic_data: vec![TopicProduceData {
-                name: "durable".into(),
-                partition_data: vec![PartitionProduceData {
-                    index: partition,
-                    records: Some(Bytes::from(batch)),
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let request = support::produce_request("durable", vec![(partition, batch)]);
         // The broker may die at any moment: a failed send or read ends this writer.
         let response = client.try_call(9, &request);
         match response {

@@ -7,9 +7,6 @@ use bytes::Bytes;
 use kaas_engine::batch::{encode_batch_for_tests, BatchHeader};
 use kaas_net::protocol::messages::api_versions::ApiVersionsRequest;
 use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
-use kaas_net::protocol::messages::produce::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
 use kaas_net::protocol::{ErrorCode, Response};
 use support::{Kaas, WireClient};
 
@@ -85,37 +82,6 @@ fn api_versions_newer_than_served_is_answered_in_v0() {
     );
 }
 
-fn produce(
-    client: &mut WireClient,
-    topic: &str,
-    batches: Vec<(i32, Vec<u8>)>,
-) -> Vec<(i32, i16, i64)> {
-    let request = ProduceRequest {
-        acks: -1,
-        timeout_ms: 10_000,
-        topic_data: vec![TopicProduceData {
-            name: topic.into(),
-            partition_data: batches
-                .into_iter()
-                .map(|(index, records)| PartitionProduceData {
-                    index,
-                    records: Some(Bytes::from(records)),
-                })
-                .collect(),
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    match client.call(9, &request) {
-        Response::Produce(r) => r.responses[0]
-            .partition_responses
-            .iter()
-            .map(|p| (p.index, p.error_code, p.base_offset))
-            .collect(),
-        other => panic!("unexpected {other:?}"),
-    }
-}
-
 fn fetch_all(client: &mut WireClient, topic: &str, partition: i32) -> Vec<Bytes> {
     let request = FetchRequest {
         max_wait_ms: 0,
@@ -153,7 +119,7 @@ fn a_corrupt_batch_fails_only_its_partition_and_stored_data_is_untouched() {
     client.create_topic("guarded", 2, &[("max.message.bytes", "2000")]);
     let good = encode_batch_for_tests(&[(Some(b"k"), Some(b"first"))], 1_000, -1, 0, -1);
     assert_eq!(
-        produce(&mut client, "guarded", vec![(0, good.clone())]),
+        client.produce("guarded", vec![(0, good.clone())]),
         vec![(0, 0, 0)]
     );
 
@@ -161,7 +127,7 @@ fn a_corrupt_batch_fails_only_its_partition_and_stored_data_is_untouched() {
     let last = flipped.len() - 1;
     flipped[last] ^= 0x40;
     let second = encode_batch_for_tests(&[(None, Some(b"second"))], 2_000, -1, 0, -1);
-    let results = produce(&mut client, "guarded", vec![(0, flipped), (1, second)]);
+    let results = client.produce("guarded", vec![(0, flipped), (1, second)]);
     assert_eq!(results[0].1, ErrorCode::CorruptMessage.code());
     assert_eq!(results[1], (1, 0, 0));
 
@@ -169,12 +135,12 @@ fn a_corrupt_batch_fails_only_its_partition_and_stored_data_is_untouched() {
     let mut liar = encode_batch_for_tests(&[(None, Some(b"x"))], 1_000, -1, 0, -1);
     liar[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
     liar[23..27].copy_from_slice(&(i32::MAX - 1).to_be_bytes());
-    let results = produce(&mut client, "guarded", vec![(0, liar)]);
+    let results = client.produce("guarded", vec![(0, liar)]);
     assert_eq!(results[0].1, ErrorCode::CorruptMessage.code());
 
     let big_value = vec![7u8; 5000];
     let oversized = encode_batch_for_tests(&[(None, Some(&big_value))], 1_000, -1, 0, -1);
-    let results = produce(&mut client, "guarded", vec![(0, oversized)]);
+    let results = client.produce("guarded", vec![(0, oversized)]);
     assert_eq!(results[0].1, ErrorCode::MessageTooLarge.code());
 
     let stored = fetch_all(&mut client, "guarded", 0);

@@ -10,9 +10,6 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use kaas_engine::batch::{encode_batch_for_tests, scan_batches};
 use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
-use kaas_net::protocol::messages::produce::{
-    PartitionProduceData, ProduceRequest, TopicProduceData,
-};
 use kaas_net::protocol::Response;
 use support::{http_get, Kaas, WireClient};
 
@@ -37,25 +34,8 @@ fn produce(client: &mut WireClient, partition: i32, index: usize) {
         0,
         -1,
     );
-    let request = ProduceRequest {
-        acks: -1,
-        timeout_ms: 10_000,
-        topic_data: vec![TopicProduceData {
-            name: TOPIC.into(),
-            partition_data: vec![PartitionProduceData {
-                index: partition,
-                records: Some(Bytes::from(batch)),
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let Response::Produce(response) = client.call(9, &request) else {
-        panic!("not a produce response")
-    };
-    let data = &response.responses[0].partition_responses[0];
-    assert_eq!(data.error_code, 0);
-    assert_eq!(data.base_offset, index as i64);
+    let results = client.produce(TOPIC, vec![(partition, batch)]);
+    assert_eq!(results, vec![(partition, 0, index as i64)]);
 }
 
 fn fetch(

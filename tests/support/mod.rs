@@ -13,6 +13,9 @@ use bytes::Bytes;
 use kaas_net::protocol::messages::create_topics::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
 };
+use kaas_net::protocol::messages::produce::{
+    PartitionProduceData, ProduceRequest, TopicProduceData,
+};
 use kaas_net::protocol::{decode_response, encode_request, ApiMessage, RequestHeader, Response};
 
 /// A free loopback port (bound and released; good enough for tests on one machine).
@@ -189,6 +192,19 @@ impl WireClient {
         Some(response)
     }
 
+    /// Produces `batches` (partition, batch bytes) to `topic` with acks=all; returns each
+    /// partition's (index, error code, base offset).
+    pub fn produce(&mut self, topic: &str, batches: Vec<(i32, Vec<u8>)>) -> Vec<(i32, i16, i64)> {
+        match self.call(9, &produce_request(topic, batches)) {
+            Response::Produce(r) => r.responses[0]
+                .partition_responses
+                .iter()
+                .map(|p| (p.index, p.error_code, p.base_offset))
+                .collect(),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
     /// Creates a topic (replication factor 1) with `configs`, asserting it was created.
     pub fn create_topic(&mut self, name: &str, partitions: i32, configs: &[(&str, &str)]) {
         let request = CreateTopicsRequest {
@@ -237,5 +253,25 @@ impl WireClient {
             .expect("timeout");
         let mut byte = [0u8; 1];
         matches!(self.stream.read(&mut byte), Ok(0) | Err(_))
+    }
+}
+
+/// A Produce request (acks=all, 10 s timeout) of `batches` (partition, batch bytes) to `topic`.
+pub fn produce_request(topic: &str, batches: Vec<(i32, Vec<u8>)>) -> ProduceRequest {
+    ProduceRequest {
+        acks: -1,
+        timeout_ms: 10_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: batches
+                .into_iter()
+                .map(|(index, records)| PartitionProduceData {
+                    index,
+                    records: Some(Bytes::from(records)),
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
     }
 }
