@@ -131,6 +131,20 @@ impl ProducerContext for DeliveryProbe {
     }
 }
 
+/// Waits about `wait` (at most 1 ms) while serving delivery reports.
+///
+/// librdkafka's poll takes whole milliseconds and rounds a shorter timeout down to a
+/// non-blocking call, so waits under 1 ms sleep instead: looping on a non-blocking poll
+/// would keep a core busy that the broker under test could use.
+fn wait_serving_deliveries<C: ProducerContext>(producer: &BaseProducer<C>, wait: Duration) {
+    if wait >= Duration::from_millis(1) {
+        producer.poll(Duration::from_millis(1));
+    } else {
+        producer.poll(Duration::ZERO);
+        std::thread::sleep(wait);
+    }
+}
+
 /// Runs one producer until the clock's end (or `max_records`), then waits for deliveries.
 pub fn run_producer(
     config: &ClientConfig,
@@ -177,9 +191,7 @@ pub fn run_producer(
                     break;
                 }
                 if intended > now {
-                    // Early: serve delivery reports while waiting (poll blocks until its
-                    // deadline, so it doubles as the sleep).
-                    producer.poll((intended - now).min(Duration::from_millis(1)));
+                    wait_serving_deliveries(&producer, intended - now);
                     continue;
                 }
                 intended
@@ -202,9 +214,10 @@ pub fn run_producer(
                 }
             }
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                // The client's queue is full: let deliveries drain, then try the same record
-                // again (at a fixed rate it keeps its intended send time).
-                producer.poll(Duration::from_micros(500));
+                // The client's queue is full: wait for deliveries to free some of it, then
+                // try the same record again (at a fixed rate it keeps its intended send
+                // time). poll returns as soon as a delivery report arrives.
+                producer.poll(Duration::from_millis(1));
             }
             Err((error, _)) => return Err(error).context("sending a record"),
         }
