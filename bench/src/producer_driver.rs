@@ -131,18 +131,19 @@ impl ProducerContext for DeliveryProbe {
     }
 }
 
-/// Waits about `wait` (at most 1 ms) while serving delivery reports.
+/// How long a producer whose client queue is full waits before trying again. The queue
+/// holds 100,000 records (librdkafka's default), far more than are delivered in this time.
+const QUEUE_FULL_PAUSE: Duration = Duration::from_micros(200);
+
+/// Serves the delivery reports that are waiting, then sleeps for `wait`.
 ///
-/// librdkafka's poll takes whole milliseconds and rounds a shorter timeout down to a
-/// non-blocking call, so waits under 1 ms sleep instead: looping on a non-blocking poll
-/// would keep a core busy that the broker under test could use.
-fn wait_serving_deliveries<C: ProducerContext>(producer: &BaseProducer<C>, wait: Duration) {
-    if wait >= Duration::from_millis(1) {
-        producer.poll(Duration::from_millis(1));
-    } else {
-        producer.poll(Duration::ZERO);
-        std::thread::sleep(wait);
-    }
+/// The producer never waits inside `poll` with a timeout: the `rdkafka` crate's `poll(d)`
+/// keeps serving events until `d` has passed, and librdkafka takes whole milliseconds, so
+/// the last part of every wait (all of a wait under 1 ms) is a busy loop. That loop took
+/// most of a core on a 2-core machine, away from the broker under test.
+fn serve_deliveries_then_sleep<C: ProducerContext>(producer: &BaseProducer<C>, wait: Duration) {
+    producer.poll(Duration::ZERO);
+    std::thread::sleep(wait);
 }
 
 /// Runs one producer until the clock's end (or `max_records`), then waits for deliveries.
@@ -174,7 +175,7 @@ pub fn run_producer(
     let mut sent: u64 = 0;
 
     while Instant::now() < clock.start {
-        producer.poll(Duration::from_millis(1));
+        serve_deliveries_then_sleep(&producer, Duration::from_millis(1));
     }
     loop {
         if plan.max_records.is_some_and(|max| sent >= max) {
@@ -191,7 +192,10 @@ pub fn run_producer(
                     break;
                 }
                 if intended > now {
-                    wait_serving_deliveries(&producer, intended - now);
+                    serve_deliveries_then_sleep(
+                        &producer,
+                        (intended - now).min(Duration::from_millis(1)),
+                    );
                     continue;
                 }
                 intended
@@ -214,10 +218,9 @@ pub fn run_producer(
                 }
             }
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                // The client's queue is full: wait for deliveries to free some of it, then
-                // try the same record again (at a fixed rate it keeps its intended send
-                // time). poll returns as soon as a delivery report arrives.
-                producer.poll(Duration::from_millis(1));
+                // The client's queue is full: let deliveries free some of it, then try the
+                // same record again (at a fixed rate it keeps its intended send time).
+                serve_deliveries_then_sleep(&producer, QUEUE_FULL_PAUSE);
             }
             Err((error, _)) => return Err(error).context("sending a record"),
         }
