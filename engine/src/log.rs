@@ -634,7 +634,7 @@ impl PartitionLog {
 
     async fn flush_once(&self) {
         self.shared.flush_running.set(true);
-        let (mut plan, offset, segment_base) = {
+        let (plan, offset, segment_base) = {
             let mut state = self.shared.state.borrow_mut();
             let segment_base = state.active().map(|s| s.base_offset).unwrap_or_default();
             (
@@ -644,15 +644,10 @@ impl PartitionLog {
             )
         };
         let position = plan.end;
-        let written = plan.write().await;
-        // Full chunks appended meanwhile go to the disk while the fdatasync runs.
-        self.shared.state.borrow_mut().appender.end_flush_writes();
-        let result = match written {
-            Ok(()) => plan.sync().await,
-            Err(e) => Err(e),
-        };
+        let result = plan.execute().await;
         {
             let mut state = self.shared.state.borrow_mut();
+            state.appender.end_flush();
             match result {
                 Ok(()) => {
                     if offset > state.durable.offset {

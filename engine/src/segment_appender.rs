@@ -8,12 +8,8 @@
 //! then. Recovery treats a zero batch header as the end of written data.
 //!
 //! Two writes never cover the same page at the same time: full chunks end on a page
-//! boundary, and while a flush's writes (the last of which ends on a partial page) are
-//! running, full chunks are queued instead of written. They go out as soon as those writes
-//! are done, while the flush's fdatasync runs, so the disk keeps writing during it. The
-//! first of them rewrites the flush's partial page with the same bytes and more after them,
-//! so whichever version of that page a crash leaves, the bytes the flush made durable are
-//! intact. Disk blocks are reserved ahead of the writes
+//! boundary, and while a flush (whose last write ends on a partial page) is running, full
+//! chunks are queued instead of written. Disk blocks are reserved ahead of the writes
 //! ([`crate::preallocation`]).
 //!
 //! An idle appender holds at most one page of memory (the partial page), not a chunk.
@@ -45,8 +41,7 @@ pub(crate) struct SegmentAppender {
     queued: Vec<(AlignedBuf, u64)>,
     /// Writes issued since the last flush began.
     in_flight: Vec<WriteTask>,
-    /// True from `begin_flush` until the flush's writes are done.
-    flush_writing: bool,
+    flush_running: bool,
     chunk_bytes: usize,
     preallocation: Rc<Preallocation>,
 }
@@ -62,12 +57,10 @@ pub(crate) struct FlushPlan {
 }
 
 impl FlushPlan {
-    /// Waits for the writes issued before the flush began, then performs the flush's own
-    /// writes: everything appended up to `end`, the partial last page included. Full chunks
-    /// may be written again once this returns ([`SegmentAppender::end_flush_writes`]).
-    pub async fn write(&mut self) -> std::io::Result<()> {
+    /// Performs the writes and the fdatasync.
+    pub async fn execute(self) -> std::io::Result<()> {
         let mut first_error = None;
-        for task in std::mem::take(&mut self.pending) {
+        for task in self.pending {
             match task.await {
                 Some(Ok(())) => {}
                 Some(Err(e)) => {
@@ -90,7 +83,8 @@ impl FlushPlan {
             self.preallocation.ensure(end).await?;
         }
         // Issue every write before awaiting any, so the device sees them together.
-        let writes: Vec<WriteTask> = std::mem::take(&mut self.writes)
+        let writes: Vec<WriteTask> = self
+            .writes
             .into_iter()
             .map(|(buffer, position)| {
                 let file = self.file.clone();
@@ -101,11 +95,6 @@ impl FlushPlan {
             task.await
                 .unwrap_or_else(|| Err(std::io::Error::other("write task was cancelled")))?;
         }
-        Ok(())
-    }
-
-    /// Makes what [`FlushPlan::write`] wrote durable.
-    pub async fn sync(self) -> std::io::Result<()> {
         self.file.fdatasync().await
     }
 }
@@ -129,7 +118,7 @@ impl SegmentAppender {
             partial_page,
             queued: Vec::new(),
             in_flight: Vec::new(),
-            flush_writing: false,
+            flush_running: false,
             chunk_bytes: chunk_bytes.max(ALIGNMENT),
             preallocation,
         }
@@ -172,7 +161,7 @@ impl SegmentAppender {
     }
 
     fn write_full_chunk(&mut self, chunk: (AlignedBuf, u64)) {
-        if self.flush_writing {
+        if self.flush_running {
             self.queued.push(chunk);
             return;
         }
@@ -190,10 +179,9 @@ impl SegmentAppender {
     }
 
     /// Takes everything appended so far into a [`FlushPlan`]. Until
-    /// [`SegmentAppender::end_flush_writes`] is called, full chunks are queued rather than
-    /// written.
+    /// [`SegmentAppender::end_flush`] is called, full chunks are queued rather than written.
     pub fn begin_flush(&mut self) -> FlushPlan {
-        self.flush_writing = true;
+        self.flush_running = true;
         let mut writes = std::mem::take(&mut self.queued);
         if let Some((buffer, position)) = self.chunk.take() {
             let page_start = align_down(self.end);
@@ -218,10 +206,9 @@ impl SegmentAppender {
         self.preallocation.stop().await;
     }
 
-    /// Marks the running flush's writes as done (or failed); queued full chunks are written
-    /// now.
-    pub fn end_flush_writes(&mut self) {
-        self.flush_writing = false;
+    /// Marks the running flush as finished; queued full chunks are written now.
+    pub fn end_flush(&mut self) {
+        self.flush_running = false;
         for chunk in std::mem::take(&mut self.queued) {
             self.write_full_chunk(chunk);
         }
