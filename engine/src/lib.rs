@@ -13,7 +13,6 @@ pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;
 pub mod offset_index;
-mod preallocation;
 pub mod producer_state;
 mod read_ahead;
 pub mod record_timestamps;

@@ -515,21 +515,20 @@ impl PartitionLog {
             config.write_chunk_bytes,
             config.preallocate_step,
         );
-        let (sealed_base, job, old_appender) = {
+        let (sealed_base, job) = {
             let mut state = self.shared.state.borrow_mut();
-            let old_appender = std::mem::replace(&mut state.appender, new_appender);
+            state.appender = new_appender;
             let sealed = state.active_mut()?;
             let sealed_base = sealed.base_offset;
             let job = sealed.seal_job();
             state.segments.insert(end, new_segment);
-            (sealed_base, job, old_appender)
+            (sealed_base, job)
         };
         tracing::debug!(dir = %self.shared.dir.display(), sealed_base, new_base = end, now_ms, "rolled segment");
         let log = Rc::downgrade(&self.shared);
         let storage = self.shared.storage.clone();
         let dir = self.shared.dir.clone();
         let task = glommio::spawn_local(async move {
-            old_appender.retire().await;
             let result = job.run(&storage, &dir).await;
             if let Some(shared) = log.upgrade() {
                 PartitionLog { shared }.end_seal(sealed_base, result);

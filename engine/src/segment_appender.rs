@@ -9,23 +9,30 @@
 //!
 //! Two writes never cover the same page at the same time: full chunks end on a page
 //! boundary, and while a flush (whose last write ends on a partial page) is running, full
-//! chunks are queued instead of written. Disk blocks are reserved ahead of the writes
-//! ([`crate::preallocation`]).
+//! chunks are queued instead of written. Segment space is reserved ahead of writes with
+//! `fallocate(KEEP_SIZE)` in steps that grow with the segment (1 MiB up to
+//! `preallocate_step`), so most fdatasyncs have no block allocation to commit. On ext4 the
+//! reserved blocks stay "unwritten" until written, and the first write into them still costs
+//! an extent conversion at the next fdatasync (and io_uring hands such a write to a kernel
+//! worker thread). Writing zeros ahead of the appends avoids both but writes every byte
+//! twice, and measured as a net loss (see "fdatasync metadata" in the crate README).
 //!
 //! An idle appender holds at most one page of memory (the partial page), not a chunk.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use glommio::task::JoinHandle;
 
 use crate::aligned_buffer::{align_down, AlignedBuf, ALIGNMENT};
-use crate::preallocation::Preallocation;
 use crate::storage::LogFile;
 
 type WriteTask = JoinHandle<std::io::Result<()>>;
 
 /// Largest chunk allocated to hold one large batch whole.
 const MAX_CHUNK_BYTES: usize = 8 << 20;
+/// Smallest preallocation step.
+const MIN_PREALLOCATE_STEP: u64 = 1 << 20;
 
 /// Appends to one segment file.
 pub(crate) struct SegmentAppender {
@@ -44,6 +51,29 @@ pub(crate) struct SegmentAppender {
     flush_running: bool,
     chunk_bytes: usize,
     preallocation: Rc<Preallocation>,
+}
+
+/// Tracks how far the file's blocks have been reserved.
+struct Preallocation {
+    reserved: Cell<u64>,
+    step: u64,
+}
+
+impl Preallocation {
+    async fn ensure(&self, file: &LogFile, end: u64) -> std::io::Result<()> {
+        if end <= self.reserved.get() || self.step == 0 {
+            return Ok(());
+        }
+        // Steps grow with the segment, so a partition that wrote little reserves little:
+        // 1 MiB, then the segment's size rounded up to a power of two, up to `step`.
+        let step = self
+            .step
+            .min(end.next_power_of_two().max(MIN_PREALLOCATE_STEP));
+        let target = end.div_ceil(step) * step;
+        file.preallocate(target).await?;
+        self.reserved.set(self.reserved.get().max(target));
+        Ok(())
+    }
 }
 
 /// What a flush must do: the writes to wait for, then an fdatasync.
@@ -80,7 +110,7 @@ impl FlushPlan {
             .map(|(b, p)| p + b.write_len() as u64)
             .max()
         {
-            self.preallocation.ensure(end).await?;
+            self.preallocation.ensure(&self.file, end).await?;
         }
         // Issue every write before awaiting any, so the device sees them together.
         let writes: Vec<WriteTask> = self
@@ -110,7 +140,6 @@ impl SegmentAppender {
         preallocate_step: u64,
     ) -> Self {
         debug_assert_eq!(partial_page.len() as u64, end - align_down(end));
-        let preallocation = Preallocation::new(file.clone(), end, preallocate_step);
         SegmentAppender {
             file,
             end,
@@ -120,7 +149,10 @@ impl SegmentAppender {
             in_flight: Vec::new(),
             flush_running: false,
             chunk_bytes: chunk_bytes.max(ALIGNMENT),
-            preallocation,
+            preallocation: Rc::new(Preallocation {
+                reserved: Cell::new(end),
+                step: preallocate_step,
+            }),
         }
     }
 
@@ -170,7 +202,7 @@ impl SegmentAppender {
         let (buffer, position) = chunk;
         let task = glommio::spawn_local(async move {
             preallocation
-                .ensure(position + buffer.write_len() as u64)
+                .ensure(&file, position + buffer.write_len() as u64)
                 .await?;
             file.write_at(buffer, position).await
         })
@@ -198,12 +230,6 @@ impl SegmentAppender {
             preallocation: self.preallocation.clone(),
             end: self.end,
         }
-    }
-
-    /// Stops reserving blocks ahead and waits for a reservation that is running, so that
-    /// nothing reserves blocks past the segment's end once it is sealed.
-    pub async fn retire(self) {
-        self.preallocation.stop().await;
     }
 
     /// Marks the running flush as finished; queued full chunks are written now.
