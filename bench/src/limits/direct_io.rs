@@ -3,7 +3,7 @@
 use std::alloc::{alloc, dealloc, Layout};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -135,6 +135,54 @@ impl Drop for DirectFile {
     }
 }
 
+/// A scratch file for one measurement: `blocks` whole blocks, `total` bytes, preallocated;
+/// removed when dropped.
+struct ScratchFile {
+    file: DirectFile,
+    path: PathBuf,
+    blocks: u64,
+    total: u64,
+}
+
+impl ScratchFile {
+    /// About `total` bytes in `block`-byte blocks, at least one block per thread.
+    fn create(
+        dir: &Path,
+        label: &str,
+        total: u64,
+        block: usize,
+        threads: usize,
+    ) -> anyhow::Result<Self> {
+        let blocks = (total / block as u64).max(threads as u64);
+        let total = blocks * block as u64;
+        let path = dir.join(format!("kaas-bench-{label}-{}.tmp", std::process::id()));
+        let file = DirectFile::create(&path, total)?;
+        Ok(ScratchFile {
+            file,
+            path,
+            blocks,
+            total,
+        })
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn disk_run(block: usize, threads: usize, sync: &str, bytes: u64, seconds: f64) -> DiskRun {
+    DiskRun {
+        block_bytes: block,
+        threads,
+        sync: sync.into(),
+        bytes,
+        seconds,
+        mb_per_s: bytes as f64 / seconds / 1e6,
+    }
+}
+
 /// Writes `total` bytes in `block`-byte writes from `threads` threads, then fdatasyncs (or
 /// after every write with `sync_each`).
 pub(super) fn disk_write(
@@ -144,12 +192,10 @@ pub(super) fn disk_write(
     threads: usize,
     sync_each: bool,
 ) -> anyhow::Result<DiskRun> {
-    let blocks = (total / block as u64).max(threads as u64);
-    let total = blocks * block as u64;
-    let path = dir.join(format!("kaas-bench-odirect-{}.tmp", std::process::id()));
-    let file = DirectFile::create(&path, total)?;
+    let scratch = ScratchFile::create(dir, "odirect", total, block, threads)?;
+    let file = &scratch.file;
     let started = Instant::now();
-    let result = on_threads(threads, blocks, |range| {
+    on_threads(threads, scratch.blocks, |range| {
         let buffer = AlignedBuffer::new(block, 0x5a)?;
         for index in range {
             file.write_all_at(&buffer, block, index * block as u64)?;
@@ -158,20 +204,11 @@ pub(super) fn disk_write(
             }
         }
         Ok(())
-    })
-    .and_then(|_| file.datasync());
+    })?;
+    file.datasync()?;
     let seconds = started.elapsed().as_secs_f64();
-    drop(file);
-    let _ = std::fs::remove_file(&path);
-    result?;
-    Ok(DiskRun {
-        block_bytes: block,
-        threads,
-        sync: if sync_each { "every-write" } else { "end" }.into(),
-        bytes: total,
-        seconds,
-        mb_per_s: total as f64 / seconds / 1e6,
-    })
+    let sync = if sync_each { "every-write" } else { "end" };
+    Ok(disk_run(block, threads, sync, scratch.total, seconds))
 }
 
 /// Writes `total` bytes (1 MiB writes, fdatasync'd), then times reading them back in
@@ -182,25 +219,9 @@ pub(super) fn disk_read(
     block: usize,
     threads: usize,
 ) -> anyhow::Result<DiskRun> {
-    let blocks = (total / block as u64).max(threads as u64);
-    let total = blocks * block as u64;
-    let path = dir.join(format!(
-        "kaas-bench-odirect-read-{}.tmp",
-        std::process::id()
-    ));
-    let file = DirectFile::create(&path, total)?;
-    let result = fill_and_read(&file, total, block, blocks, threads);
-    drop(file);
-    let _ = std::fs::remove_file(&path);
-    let seconds = result?;
-    Ok(DiskRun {
-        block_bytes: block,
-        threads,
-        sync: "none".into(),
-        bytes: total,
-        seconds,
-        mb_per_s: total as f64 / seconds / 1e6,
-    })
+    let scratch = ScratchFile::create(dir, "odirect-read", total, block, threads)?;
+    let seconds = fill_and_read(&scratch.file, scratch.total, block, scratch.blocks, threads)?;
+    Ok(disk_run(block, threads, "none", scratch.total, seconds))
 }
 
 /// Fills `file` and returns the seconds the reads took.
