@@ -13,16 +13,25 @@
 //! prefix, and the request bytes in flight on one connection never exceed
 //! `max_request_bytes`: a frame is read only once earlier requests have released enough of
 //! that budget.
+//!
+//! A handler's response reaches the writer through a oneshot channel, never through the
+//! handler task's `JoinHandle`. Handlers wait on other shards, so the last waker of a
+//! handler task is often dropped on another shard's thread, and glommio 0.9 frees a
+//! completed task twice when its `JoinHandle` is dropped at that moment: the foreign drop
+//! takes the reference count to zero and only then re-takes a reference to hand the task
+//! back to its shard, and a `JoinHandle` dropped in between sees zero and frees the task
+//! (so does the waker when it arrives). A task whose `JoinHandle` is dropped at spawn never
+//! takes that path.
 
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
 
 use bytes::Bytes;
+use futures_channel::oneshot;
 use futures_lite::io::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::sync::Semaphore;
-use glommio::task::JoinHandle;
 
 use crate::broker::dispatch;
 use crate::broker::frame_reader::FrameReader;
@@ -30,7 +39,22 @@ use crate::broker::shard::Shard;
 use crate::broker::socket_writer::write_all_vectored;
 use crate::protocol::{decode_request, FrameError};
 
-type Pending = JoinHandle<Option<Vec<Bytes>>>;
+/// The response to one request, once its handler is done: `None` for produce with acks=0
+/// (nothing to send); the channel is cancelled if the handler never finished.
+type Pending = oneshot::Receiver<Option<Vec<Bytes>>>;
+
+/// Runs a request's handler in its own task (detached at once, see the module docs) and
+/// returns where its response will arrive.
+fn spawn_handler(
+    handler: impl std::future::Future<Output = Option<Vec<Bytes>>> + 'static,
+) -> Pending {
+    let (response, pending) = oneshot::channel();
+    glommio::spawn_local(async move {
+        let _ = response.send(handler.await);
+    })
+    .detach();
+    pending
+}
 
 /// Serves a connection until the client closes it or sends something unacceptable.
 pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
@@ -46,12 +70,12 @@ pub async fn serve(shard: Rc<Shard>, stream: TcpStream) {
     let writer_task = glommio::spawn_local(async move {
         while let Ok(pending) = responses.recv().await {
             let chunks = match pending.await {
-                Some(Some(chunks)) => chunks,
+                Ok(Some(chunks)) => chunks,
                 // Produce with acks=0: no response.
-                Some(None) => continue,
+                Ok(None) => continue,
                 // The handler did not finish: answering later requests would break the
                 // response order, so the connection ends here.
-                None => break,
+                Err(oneshot::Canceled) => break,
             };
             match write_all_vectored(fd, &mut writer, &chunks).await {
                 Ok(bytes) => metrics.response(bytes),
@@ -108,18 +132,17 @@ async fn read_requests<R: AsyncRead + Unpin>(
                     return Err("api not served");
                 }
                 let shard = shard.clone();
-                glommio::spawn_local(async move {
+                spawn_handler(async move {
                     let response = dispatch::handle(&shard, header, request, peer).await;
                     drop(permit);
                     response
                 })
-                .detach()
             }
             Err(FrameError::UnsupportedVersion(ids))
                 if ids.api_key == crate::protocol::messages::api_versions::API_VERSIONS_KEY =>
             {
                 let response = dispatch::api_versions_fallback(ids.correlation_id);
-                glommio::spawn_local(async move { Some(response) }).detach()
+                spawn_handler(async move { Some(response) })
             }
             Err(FrameError::TooShort(_)) => return Err("frame too short for a header"),
             Err(FrameError::UnknownApi(_)) => return Err("unknown api key"),

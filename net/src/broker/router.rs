@@ -4,6 +4,11 @@
 //! `Send` closure that receives the target shard and returns a local future. One hop carries
 //! all of one request's work for that shard, because a hop costs tens of microseconds of
 //! wake-up.
+//!
+//! The reply wakes the calling task from the target shard's thread. A task that calls
+//! [`Router::call`] must not be awaited through its glommio `JoinHandle`: glommio 0.9 can
+//! free such a task twice (see `connection.rs`); spawn it detached and send its result
+//! through a channel.
 
 use std::future::Future;
 use std::pin::Pin;
