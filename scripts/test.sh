@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of kaas on a fresh machine: installs what the tests need, then checks
 # formatting and lints, runs the Rust tests (unit, property, crash, integration against the
-# real binary) and the real-client suites (Java, librdkafka via Python, franz-go).
+# real binary) and the real-client suites (Java, librdkafka via Python, franz-go), then
+# checks that kaas survives a glommio race widened on purpose (scripts/glommio-race-check.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "Rust tests"
 cargo test --workspace --locked
+
+step "glommio double-free race, widened"
+scripts/glommio-race-check.sh
 
 echo
 echo "all tests passed"
