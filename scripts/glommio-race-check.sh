@@ -61,14 +61,14 @@ echo "building kaas against the widened glommio"
 cargo build -p kaas-bench --quiet --locked
 bench="${CARGO_TARGET_DIR:-$repo/target}/debug/kaas-bench"
 
-"$work/target/release/kaas" --data-dir "$work/data" --listen "127.0.0.1:$port" \
-  --admin-listen "127.0.0.1:$((port + 1))" >"$work/kaas.log" 2>&1 &
-kaas_pid=$!
+source "$repo/perf/lib.sh"
+# kaas binds with SO_REUSEPORT: a broker left on the port would silently take connections.
+if port_open "$port" || port_open "$((port + 1))"; then
+  echo "port $port or $((port + 1)) is in use; set RACE_PORT" >&2
+  exit 1
+fi
+start_kaas "$work/target/release/kaas" "$work" "$port" "$((port + 1))"
 trap 'kill "$kaas_pid" 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-  sleep 0.1
-done
 
 for round in 1 2 3; do
   timeout 120 "$bench" run --bootstrap "127.0.0.1:$port" --target race \
