@@ -25,6 +25,10 @@ pub enum EngineError {
         /// The log end offset.
         end: u64,
     },
+    /// The partition is not served here (its topic is gone, or it is not this owner's): it
+    /// must not be opened, and so never recreated on disk.
+    #[error("partition is not served here")]
+    NotServed,
     /// The partition has been closed; its handle is no longer usable.
     #[error("partition is closed")]
     Closed,

@@ -40,6 +40,12 @@ pub struct Shard {
 
 impl Shard {
     /// The open log of a partition this shard owns, opening (recovering) it on first use.
+    ///
+    /// A partition opens only while the current view has its topic and gives it to this
+    /// shard. The check and the start of the open run without an await in between, and a
+    /// topic deletion publishes the view without the topic before it deletes the partitions:
+    /// so an open either started before the deletion (which then waits for it and deletes the
+    /// log) or sees the topic gone. A request that outlives its topic never recreates it.
     pub async fn log(
         &self,
         id: &PartitionId,
@@ -48,10 +54,21 @@ impl Shard {
         if let Some(log) = self.logs.get(id) {
             return Ok(log);
         }
+        if !self.serves(id) {
+            return Err(EngineError::NotServed);
+        }
         let log = self.logs.open(id, config).await?;
         self.metrics
             .set_partitions_open(self.logs.open_partitions().len());
         Ok(log)
+    }
+
+    /// Whether the current view has `id`'s topic and partition and gives it to this shard.
+    fn serves(&self, id: &PartitionId) -> bool {
+        let view = self.view.load();
+        view.topic(&id.topic)
+            .is_some_and(|topic| (0..topic.partitions).contains(&id.partition))
+            && view.owner_shard(&id.topic, id.partition) == self.index
     }
 
     /// Runs this shard's inbox: jobs other shards send.
