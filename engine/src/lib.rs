@@ -6,6 +6,7 @@ pub mod aligned_buffer;
 pub mod batch;
 pub mod checkpoint;
 pub mod config;
+pub mod data_dir_lock;
 pub mod dma_probe;
 pub mod error;
 pub mod group_store;

@@ -116,6 +116,11 @@ impl Kaas {
         self.launch();
     }
 
+    /// The broker's process id (0 once stopped).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         self.child

@@ -6,6 +6,7 @@ pub mod connection;
 pub mod dispatch;
 pub mod frame_reader;
 pub mod metrics;
+pub mod port_guard;
 pub mod producer_ids;
 pub mod router;
 pub mod server;

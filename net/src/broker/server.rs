@@ -1,6 +1,7 @@
 //! Starting and stopping the shards of a broker.
 //!
-//! Start-up: load the topic store, then start one executor per shard (pinned to a core when
+//! Start-up: lock the data directory (a second broker on it refuses to start), make sure no
+//! other process listens on the Kafka port, load the topic store, then start one executor per shard (pinned to a core when
 //! there are enough). Each shard applies the direct-I/O probe work-around, listens on the
 //! Kafka port with `SO_REUSEPORT` (the kernel spreads connections over the shards), serves
 //! its inbox, opens the partitions it owns and runs log maintenance. Shut-down: every shard
@@ -14,12 +15,14 @@ use std::time::Duration;
 use futures_lite::future;
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
+use kaas_engine::data_dir_lock::{DataDirLock, DataDirLockError};
 use kaas_engine::{LogManager, Storage};
 
 use crate::broker::cluster_view::{ClusterView, ViewHandle};
 use crate::broker::config::BrokerConfig;
 use crate::broker::connection;
 use crate::broker::metrics::ShardMetrics;
+use crate::broker::port_guard::{self, PortInUse};
 use crate::broker::producer_ids::ProducerIdAllocator;
 use crate::broker::router::{Inbox, Router};
 use crate::broker::shard::Shard;
@@ -33,6 +36,12 @@ const MAINTENANCE_INTERVAL: Duration = Duration::from_secs(1);
 /// Errors starting a broker.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    /// Another broker uses the data directory.
+    #[error(transparent)]
+    DataDirLocked(#[from] DataDirLockError),
+    /// Another process listens on the Kafka port.
+    #[error(transparent)]
+    PortInUse(#[from] PortInUse),
     /// The topic store could not be read.
     #[error(transparent)]
     TopicStore(#[from] topic_store::TopicStoreError),
@@ -53,12 +62,19 @@ pub struct Broker {
     threads: Vec<glommio::ExecutorJoinHandle<()>>,
     metrics: Vec<Arc<ShardMetrics>>,
     view: Arc<ViewHandle>,
+    /// Held until the broker is dropped (standalone brokers on disk only).
+    _data_dir_lock: Option<DataDirLock>,
 }
 
 impl Broker {
     /// Starts every shard and returns once each listens (or the first fails).
     pub fn start(config: BrokerConfig) -> Result<Broker, StartError> {
         let config = Arc::new(config);
+        let data_dir_lock = match &config.data_dir {
+            Some(dir) => Some(DataDirLock::acquire(dir)?),
+            None => None,
+        };
+        port_guard::ensure_free(config.listen)?;
         let storage = match &config.data_dir {
             Some(dir) => Storage::disk(dir.clone()),
             None => Storage::memory(),
@@ -76,6 +92,7 @@ impl Broker {
             threads: Vec::new(),
             metrics: Vec::new(),
             view: view.clone(),
+            _data_dir_lock: data_dir_lock,
         };
         for (index, inbox) in inboxes.into_iter().enumerate() {
             let (stop_sender, stop) = async_channel::bounded(1);
