@@ -8,6 +8,12 @@
 //! seeded simulation.
 
 pub mod assignment;
+pub mod command;
+pub mod follower;
 pub mod ids;
+pub mod open_state;
+pub mod placement;
+pub mod takeover;
 mod topic_id;
 mod topic_name;
+pub mod view;
