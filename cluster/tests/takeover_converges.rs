@@ -11,32 +11,7 @@ use kaas_cluster::ids::{BrokerId, GroupId, ShardIndex, TopicName, TopicPartition
 use kaas_cluster::takeover::plan_takeover;
 use kaas_cluster::view::ClusterView;
 use proptest::prelude::*;
-use support::{assignment_of, random_shape, Rng, ShardModel, GROUP_POOL, TOPIC_POOL};
-
-/// What `view` gives its broker, given the unnamed groups that were adopted before.
-fn expected(view: &ClusterView, adopted_before: &[GroupId]) -> ShardModel {
-    let me = view.this_broker();
-    let mut model = ShardModel::default();
-    for partition in view.partitions_led_by(me) {
-        let placement = view.leader_of(partition).expect("led partitions exist");
-        model.partitions.insert(
-            partition.clone(),
-            vec![(placement.owner_shard, placement.leader_epoch)],
-        );
-    }
-    for group in GROUP_POOL.iter().map(|g| GroupId::new(g)) {
-        let named_here = view.named_groups().get(&group) == Some(&me);
-        let unnamed_kept = !view.named_groups().contains_key(&group)
-            && adopted_before.contains(&group)
-            && view.coordinator_of(&group) == Some(me);
-        if named_here || unnamed_kept {
-            model
-                .groups
-                .insert(group.clone(), vec![view.group_shard(&group)]);
-        }
-    }
-    model
-}
+use support::{assignment_of, expected, random_shape, Rng, ShardModel, GROUP_POOL, TOPIC_POOL};
 
 /// A plausible "open now": what the old view gave the broker, disturbed by failed opens,
 /// orphans, partitions on the wrong shard or at the wrong epoch, and adopted unnamed groups.

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use kaas_cluster::assignment::{Assignment, AssignmentFile, BrokerFile, PartitionFile, TopicFile};
 use kaas_cluster::command::{AddressedCommand, ShardCommand};
 use kaas_cluster::ids::{GroupId, LeaderEpoch, ShardIndex, TopicPartition};
+use kaas_cluster::view::ClusterView;
 
 /// SplitMix64: a tiny seeded generator whose sequence never changes with a crate upgrade, so
 /// a printed seed replays the same run forever.
@@ -242,4 +243,32 @@ impl ShardModel {
         }
         state
     }
+}
+
+/// What `view` gives its broker: the partitions it leads at their owner shards and epochs,
+/// the groups named for it, and the unnamed groups adopted before (`adopted_before`) that the
+/// fallback still places on it.
+pub fn expected(view: &ClusterView, adopted_before: &[GroupId]) -> ShardModel {
+    let me = view.this_broker();
+    let mut model = ShardModel::default();
+    for partition in view.partitions_led_by(me) {
+        let placement = view.leader_of(partition).expect("led partitions exist");
+        model.partitions.insert(
+            partition.clone(),
+            vec![(placement.owner_shard, placement.leader_epoch)],
+        );
+    }
+    let candidates = view.named_groups().keys().chain(adopted_before);
+    for group in candidates {
+        let named_here = view.named_groups().get(group) == Some(&me);
+        let unnamed_kept = !view.named_groups().contains_key(group)
+            && adopted_before.contains(group)
+            && view.coordinator_of(group) == Some(me);
+        if named_here || unnamed_kept {
+            model
+                .groups
+                .insert(group.clone(), vec![view.group_shard(group)]);
+        }
+    }
+    model
 }
