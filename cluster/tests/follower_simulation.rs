@@ -221,7 +221,7 @@ fn simulate(seed: u64) -> Result<(), String> {
             }
             // A client asks for a group.
             90..=96 => {
-                let group = GroupId::new(*rng.pick(&GROUP_POOL[..]));
+                let group = GroupId::new(GROUP_POOL[rng.below(GROUP_POOL.len() as u64) as usize]);
                 broker.group_request(&group)?;
             }
             // The broker restarts: it keeps nothing but the files.
