@@ -17,3 +17,19 @@ pub mod takeover;
 mod topic_id;
 mod topic_name;
 pub mod view;
+
+#[cfg(test)]
+mod tests {
+    /// The cluster core's values cross threads (the cluster core to every shard), so each must
+    /// stay `Send + Sync`; this fails to compile the day one does not.
+    #[test]
+    fn values_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<crate::assignment::Assignment>();
+        send_sync::<crate::follower::AssignmentFollower>();
+        send_sync::<crate::view::ClusterView>();
+        send_sync::<crate::command::AddressedCommand>();
+        send_sync::<crate::open_state::OpenState>();
+        send_sync::<crate::takeover::TakeoverPlan>();
+    }
+}
