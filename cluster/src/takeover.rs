@@ -68,7 +68,7 @@ pub struct Phase {
 }
 
 impl Phase {
-    /// The commands, ordered by shard, then partitions before groups, each by name.
+    /// The commands, ordered by shard, then partitions (by topic, then number) before groups.
     pub fn commands(&self) -> &[PlannedCommand] {
         &self.commands
     }
@@ -98,18 +98,22 @@ impl Phase {
     }
 
     fn sort(&mut self) {
+        fn key(
+            planned: &PlannedCommand,
+        ) -> (ShardIndex, Option<&TopicPartition>, Option<&GroupId>) {
+            let shard = planned.command.shard;
+            match &planned.command.command {
+                ShardCommand::OpenPartition { partition, .. }
+                | ShardCommand::ClosePartition { partition } => (shard, Some(partition), None),
+                ShardCommand::AdoptGroup { group } | ShardCommand::DropGroup { group } => {
+                    (shard, None, Some(group))
+                }
+            }
+        }
         self.commands.sort_by(|a, b| {
-            let key = |p: &PlannedCommand| {
-                let (kind, name) = match &p.command.command {
-                    ShardCommand::OpenPartition { partition, .. }
-                    | ShardCommand::ClosePartition { partition } => (0, partition.to_string()),
-                    ShardCommand::AdoptGroup { group } | ShardCommand::DropGroup { group } => {
-                        (1, group.to_string())
-                    }
-                };
-                (p.command.shard, kind, name)
-            };
-            key(a).cmp(&key(b))
+            let (a, b) = (key(a), key(b));
+            // Partitions (Some) before groups (None) within a shard.
+            (a.0, a.1.is_none(), a.1, a.2).cmp(&(b.0, b.1.is_none(), b.1, b.2))
         });
     }
 }

@@ -69,6 +69,24 @@ fn run(seed: u64) -> Result<(), String> {
     let adopted_before: Vec<GroupId> = model.groups.keys().cloned().collect();
 
     let plan = plan_takeover(old.as_ref(), &new, &model.to_open_state());
+    for phase in plan.phases() {
+        // Documented order: by shard, then partitions before groups.
+        let order: Vec<(ShardIndex, bool)> = phase
+            .commands()
+            .iter()
+            .map(|p| {
+                let is_group = matches!(
+                    p.command.command,
+                    kaas_cluster::command::ShardCommand::AdoptGroup { .. }
+                        | kaas_cluster::command::ShardCommand::DropGroup { .. }
+                );
+                (p.command.shard, is_group)
+            })
+            .collect();
+        if order.windows(2).any(|w| w[0] > w[1]) {
+            return Err(format!("phase out of order: {order:?}"));
+        }
+    }
     for (index, phase) in plan.phases().into_iter().enumerate() {
         let mut commands: Vec<AddressedCommand> =
             phase.commands().iter().map(|p| p.command.clone()).collect();
