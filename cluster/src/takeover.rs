@@ -19,9 +19,11 @@
 //! broker never saw), so its files must be claimed and recovered again.
 //!
 //! Groups the assignment does not name are this broker's when the fallback coordinator
-//! ([`crate::placement::fallback_coordinator`]) picks it; such a group is kept only if it is
-//! open already (a request for it adopts it through the normal path), so the diff never
-//! invents groups.
+//! ([`crate::placement::fallback_coordinator`]) picks it. The diff keeps such a group only if
+//! it is adopted already and never invents one: an unnamed group is adopted (with an
+//! [`ShardCommand::AdoptGroup`] on its shard) when the first request for it reaches the
+//! broker the view names as its coordinator, and dropped here once the fallback picks another
+//! broker or the assignment names one.
 //!
 //! The orphan sweep is not a separate pass: "open but not given to this broker" is exactly
 //! what the close phase closes, whether or not the old view knew about it. The old view only
