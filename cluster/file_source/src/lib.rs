@@ -1,0 +1,20 @@
+//! `assignment.json` on the shared volume: written atomically ([`write_assignment`]), read
+//! with every torn, oversized or inconsistent file refused ([`read_assignment`]), and followed
+//! by a thread that watches the file and delivers each assignment `apply_if_new` accepts
+//! ([`FileFollower`]).
+//!
+//! The decisions (is this file good, is it new) are `kaas-cluster`'s; this crate only moves
+//! bytes between the disk and those decisions. It uses no async runtime: the follower is one
+//! plain thread waiting in `poll(2)` on an inotify descriptor and an eventfd.
+
+mod assignment_reader;
+mod assignment_writer;
+mod file_follower;
+mod file_watch;
+
+pub use assignment_reader::{read_assignment, ReadError, MAX_ASSIGNMENT_BYTES};
+pub use assignment_writer::write_assignment;
+pub use file_follower::{AssignmentSink, FileFollower, FollowerOptions};
+
+/// The file's name inside `<data>/__cluster/`.
+pub const ASSIGNMENT_FILE: &str = "assignment.json";

@@ -1,0 +1,116 @@
+//! Topic names, validated by Kafka's rules: 1 to 249 characters from `[a-zA-Z0-9._-]`, and
+//! neither `.` nor `..` (the names would mean the current or parent directory on disk).
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The longest topic name Kafka accepts (so that `<name>-<partition>` fits a 255-byte file name).
+pub const MAX_TOPIC_NAME_LEN: usize = 249;
+
+/// A topic name that passed Kafka's rules; cheap to clone.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicName(Arc<str>);
+
+/// Why a string is not a legal topic name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TopicNameError {
+    /// The name is empty.
+    #[error("topic name is empty")]
+    Empty,
+    /// The name is longer than [`MAX_TOPIC_NAME_LEN`].
+    #[error("topic name is {0} characters long, more than 249")]
+    TooLong(usize),
+    /// The name is `.` or `..`.
+    #[error("topic name cannot be \".\" or \"..\"")]
+    DotName,
+    /// The name holds a character outside `[a-zA-Z0-9._-]`.
+    #[error("topic name holds {0:?}; only ASCII letters, digits, '.', '_' and '-' are legal")]
+    IllegalCharacter(char),
+}
+
+impl TopicName {
+    /// `name` if Kafka would accept it as a topic name.
+    pub fn new(name: &str) -> Result<Self, TopicNameError> {
+        validate(name)?;
+        Ok(TopicName(Arc::from(name)))
+    }
+
+    /// The name as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The shared string, for callers that keep `Arc<str>` names.
+    pub fn as_arc(&self) -> &Arc<str> {
+        &self.0
+    }
+}
+
+fn validate(name: &str) -> Result<(), TopicNameError> {
+    if name.is_empty() {
+        return Err(TopicNameError::Empty);
+    }
+    if name == "." || name == ".." {
+        return Err(TopicNameError::DotName);
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(TopicNameError::IllegalCharacter(bad));
+    }
+    // Every legal character is one byte, so the byte length is the character count here.
+    if name.len() > MAX_TOPIC_NAME_LEN {
+        return Err(TopicNameError::TooLong(name.len()));
+    }
+    Ok(())
+}
+
+impl fmt::Display for TopicName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for TopicName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::borrow::Borrow<str> for TopicName {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_rules() {
+        for good in ["orders", "a", "A-b_c.9", "..a", "...", &"x".repeat(249)] {
+            assert!(TopicName::new(good).is_ok(), "{good}");
+        }
+        assert_eq!(TopicName::new(""), Err(TopicNameError::Empty));
+        assert_eq!(TopicName::new("."), Err(TopicNameError::DotName));
+        assert_eq!(TopicName::new(".."), Err(TopicNameError::DotName));
+        assert_eq!(
+            TopicName::new(&"x".repeat(250)),
+            Err(TopicNameError::TooLong(250))
+        );
+        assert_eq!(
+            TopicName::new("a/b"),
+            Err(TopicNameError::IllegalCharacter('/'))
+        );
+        assert_eq!(
+            TopicName::new("café"),
+            Err(TopicNameError::IllegalCharacter('é'))
+        );
+        assert_eq!(
+            TopicName::new("a b"),
+            Err(TopicNameError::IllegalCharacter(' '))
+        );
+    }
+}
