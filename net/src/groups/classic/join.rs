@@ -316,6 +316,7 @@ impl ClassicGroup {
         self.dirty = true;
         if self.members.is_empty() {
             self.state = ClassicState::Empty;
+            self.empty_since_ms = None;
             self.protocol_name = None;
             self.leader = None;
             self.static_members.clear();
