@@ -50,6 +50,34 @@ pub struct GroupFlags {
     /// Largest metadata string an offset commit may carry (`offset.metadata.max.bytes`).
     #[arg(long, env = "KAAS_OFFSET_METADATA_MAX_BYTES", default_value_t = 4_096)]
     pub offset_metadata_max_bytes: usize,
+    /// How long the committed offsets of an Empty group (or of a standalone consumer) are
+    /// kept (`offsets.retention.minutes`); fractions of a minute are accepted.
+    #[arg(
+        long,
+        env = "KAAS_OFFSETS_RETENTION_MINUTES",
+        default_value_t = 10_080.0,
+        value_parser = positive_minutes
+    )]
+    pub offsets_retention_minutes: f64,
+    /// How often expired offsets are looked for (`offsets.retention.check.interval.ms`).
+    #[arg(
+        long,
+        env = "KAAS_OFFSETS_RETENTION_CHECK_INTERVAL_MS",
+        default_value_t = 600_000,
+        value_parser = clap::value_parser!(i64).range(1..)
+    )]
+    pub offsets_retention_check_interval_ms: i64,
+}
+
+/// A retention of more than zero minutes (Kafka requires at least one; kaas also takes
+/// fractions, so that tests can use seconds).
+fn positive_minutes(text: &str) -> Result<f64, String> {
+    let minutes: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if minutes.is_finite() && minutes > 0.0 && minutes * 60_000.0 < i64::MAX as f64 {
+        Ok(minutes)
+    } else {
+        Err(format!("{text} is not a positive number of minutes"))
+    }
 }
 
 impl GroupFlags {
@@ -66,6 +94,8 @@ impl GroupFlags {
             consumer_session_timeout_ms: self.group_consumer_session_timeout_ms,
             consumer_heartbeat_interval_ms: self.group_consumer_heartbeat_interval_ms,
             consumer_max_size: self.group_max_size.max(1),
+            offsets_retention_ms: (self.offsets_retention_minutes * 60_000.0).round() as i64,
+            offsets_retention_check_interval_ms: self.offsets_retention_check_interval_ms,
         }
     }
 }

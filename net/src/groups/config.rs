@@ -16,6 +16,11 @@ pub struct GroupConfig {
     pub consumer_heartbeat_interval_ms: i32,
     /// `group.consumer.max.size`.
     pub consumer_max_size: usize,
+    /// `offsets.retention.minutes`, in ms: how long the offsets of an Empty group (or of a
+    /// standalone consumer) are kept.
+    pub offsets_retention_ms: i64,
+    /// `offsets.retention.check.interval.ms`: how often expired offsets are looked for.
+    pub offsets_retention_check_interval_ms: i64,
 }
 
 impl Default for GroupConfig {
@@ -26,6 +31,8 @@ impl Default for GroupConfig {
             consumer_session_timeout_ms: 45_000,
             consumer_heartbeat_interval_ms: 5_000,
             consumer_max_size: usize::MAX,
+            offsets_retention_ms: 7 * 24 * 60 * 60 * 1000,
+            offsets_retention_check_interval_ms: 600_000,
         }
     }
 }

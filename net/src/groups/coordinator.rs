@@ -1,6 +1,10 @@
 //! The group coordinator of one shard: the groups whose id hashes to this shard
 //! ([`placement`](super::placement)), loaded from the data volume at start-up, created on
-//! first use, ticked for their deadlines and deleted on request.
+//! first use, ticked for their deadlines and deleted on request. Every
+//! `offsets.retention.check.interval.ms` it removes expired offsets
+//! ([`offset_retention`](super::offset_retention)) and then the groups that have neither
+//! members nor offsets, as Kafka's periodic group metadata clean-up does; until then an Empty
+//! group stays (listed, describable, deletable), even with no offsets.
 //!
 //! Every group is rebuilt from its [`GroupStore`] alone, so in cluster mode a group can move
 //! to another coordinator by closing it here and loading it there.
@@ -11,14 +15,15 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
-use kaas_engine::group_store::GroupStore;
+use kaas_engine::group_store::{GroupChange, GroupStore};
 use kaas_engine::Storage;
 
 use crate::broker::cluster_view::{ClusterView, ViewHandle};
-use crate::groups::clock::monotonic_ms;
+use crate::groups::clock::{monotonic_ms, wall_ms};
 use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::TopicSnapshot;
 use crate::groups::group::{topic_snapshot, Group, GroupState};
+use crate::groups::offset_retention::expired_offsets;
 use crate::groups::placement::coordinator_shard;
 use crate::protocol::ErrorCode;
 
@@ -48,6 +53,8 @@ pub struct GroupCoordinator {
     /// The topics of the last cluster view seen, as consumer groups assign them; rebuilt
     /// only when a new view is published.
     topics: RefCell<Option<(std::sync::Arc<ClusterView>, Rc<TopicSnapshot>)>>,
+    /// When (monotonic ms) the next offset retention check is due.
+    next_retention_check_ms: Cell<i64>,
 }
 
 impl GroupCoordinator {
@@ -65,10 +72,13 @@ impl GroupCoordinator {
             shard,
             shards,
             storage,
-            config,
             groups: RefCell::new(HashMap::new()),
             deleting: RefCell::new(HashMap::new()),
             loaded: Cell::new(false),
+            next_retention_check_ms: Cell::new(
+                monotonic_ms().saturating_add(config_check_interval(&config)),
+            ),
+            config,
         }
     }
 
@@ -253,7 +263,7 @@ impl GroupCoordinator {
         }
     }
 
-    /// Runs every group's deadlines; groups with neither members nor offsets are removed.
+    /// Runs every group's deadlines, and the offset retention check when it is due.
     pub async fn tick(&self, now_ms: i64) {
         let consumer_config = self.config.consumer();
         let mut topics = None;
@@ -283,10 +293,52 @@ impl GroupCoordinator {
             if due {
                 group.persist_if_changed().await;
             }
-            if group.is_unused() {
-                self.drop_group(&group).await;
+        }
+        if now_ms >= self.next_retention_check_ms.get() {
+            self.next_retention_check_ms
+                .set(now_ms.saturating_add(config_check_interval(&self.config)));
+            self.expire_offsets(wall_ms()).await;
+        }
+    }
+
+    /// Kafka's group metadata clean-up at wall-clock `now_ms`: expired offsets are removed
+    /// (written to the group's store before they leave memory), then every group with
+    /// neither members nor offsets is deleted with its store. Returns how many offsets and
+    /// groups were removed.
+    pub async fn expire_offsets(&self, now_ms: i64) -> (usize, usize) {
+        let retention_ms = self.config.offsets_retention_ms;
+        let (mut offsets_removed, mut groups_removed) = (0, 0);
+        for group in self.groups() {
+            let expired = {
+                let _busy = group.busy();
+                let offsets = group.store.offsets();
+                let expired =
+                    expired_offsets(&group.state.borrow(), &offsets, now_ms, retention_ms);
+                if !expired.is_empty() {
+                    let changes = expired
+                        .iter()
+                        .map(|(topic, partition)| GroupChange::DeleteOffset {
+                            topic: topic.clone(),
+                            partition: *partition,
+                        })
+                        .collect();
+                    if let Err(error) = group.store.apply(changes).await {
+                        tracing::error!(group = %group.id, %error, "removing expired offsets");
+                        continue;
+                    }
+                }
+                expired.len()
+            };
+            if expired > 0 {
+                tracing::info!(group = %group.id, offsets = expired, "removed expired offsets");
+                offsets_removed += expired;
+            }
+            if group.is_unused() && self.drop_group(&group).await == ErrorCode::None {
+                tracing::info!(group = %group.id, "removed a group with neither members nor offsets");
+                groups_removed += 1;
             }
         }
+        (offsets_removed, groups_removed)
     }
 
     /// Ticks every group until the coordinator is dropped.
@@ -301,4 +353,11 @@ impl GroupCoordinator {
         })
         .detach()
     }
+}
+
+/// The retention check interval, at least one tick.
+fn config_check_interval(config: &GroupConfig) -> i64 {
+    config
+        .offsets_retention_check_interval_ms
+        .max(TICK.as_millis() as i64)
 }

@@ -12,6 +12,7 @@ use kaas_engine::group_store::{GroupChange, GroupStore};
 
 use crate::broker::cluster_view::ClusterView;
 use crate::groups::classic::ClassicGroup;
+use crate::groups::clock::wall_ms;
 use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::{ConsumerGroup, TopicSnapshot};
 use crate::protocol::ErrorCode;
@@ -142,6 +143,9 @@ impl Group {
         let (tag, encoded) = match &mut *self.state.borrow_mut() {
             GroupState::Classic(group) => {
                 let dirty = group.take_dirty();
+                if dirty {
+                    group.stamp_empty_since(wall_ms());
+                }
                 (CLASSIC_TAG, dirty.then(|| group.encode()))
             }
             GroupState::Consumer(group) => {

@@ -7,7 +7,8 @@
 //! - [`consumer_protocol`] reads the subscriptions classic consumers send.
 //! - [`coordinator`] holds the groups one shard coordinates ([`placement`]), each a
 //!   [`group::Group`]: protocol state plus its durable store; [`offsets`] is OffsetCommit,
-//!   OffsetFetch and OffsetDelete on them.
+//!   OffsetFetch and OffsetDelete on them; [`offset_retention`] decides which offsets have
+//!   expired (`offsets.retention.minutes`).
 //! - [`consumer_group`] is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat):
 //!   server-side assignment, member epochs and reconciliation, as pure logic.
 
@@ -19,5 +20,6 @@ pub mod consumer_protocol;
 pub mod coordinator;
 mod describe;
 pub mod group;
+pub mod offset_retention;
 pub mod offsets;
 pub mod placement;

@@ -1101,6 +1101,63 @@ def group_rebalance(ctx):
         bg.close()
 
 
+# ---- group: a lone member changes its subscription ----------------------------------------
+
+RESUBSCRIBE_LIMIT = 20.0  # seconds; the rebalance timeout here is librdkafka's 300 s default
+
+
+def poll_until_assigned(c, assigned, want, what):
+    """Polls until the rebalance callback reported exactly `want`; returns the seconds taken."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < RESUBSCRIBE_LIMIT:
+        c.poll(0.2)
+        if assigned["now"] == want:
+            return time.monotonic() - t0
+    raise Failure(f"{what}: assignment {sorted(assigned['now'])} after {RESUBSCRIBE_LIMIT:.0f} s, "
+                  f"want {sorted(want)} (a rejoin left no member to wait for, yet the broker held "
+                  f"the JoinGroup, up to the 300 s rebalance timeout)")
+
+
+def group_resubscribe(ctx):
+    """The only member of a classic group (range, default max.poll.interval.ms = 300 s rebalance
+    timeout) subscribes to A, then to A and B, then to a regex that a newly created topic also
+    matches: each change is a JoinGroup with the member's id and new metadata, which every
+    broker must answer at once with the next generation (every member has rejoined), so the new
+    assignment arrives within seconds."""
+    admin = ctx.admin()
+    prefix = unique_topic("resub")
+    a, b, c_topic = f"{prefix}-a", f"{prefix}-b", f"{prefix}-c"
+    for t in (a, b):
+        create_topic(ctx, admin, t, 2)
+    group = unique_group("resubscribe")
+    assigned = {"now": set()}
+
+    def on_assign(consumer, parts):
+        assigned["now"] = {(tp.topic, tp.partition) for tp in parts}
+
+    def on_revoke(consumer, parts):
+        assigned["now"] = set()
+
+    conf = {"bootstrap.servers": ctx.bootstrap, "client.id": "kaas-py-resubscribe", "group.id": group,
+            "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "session.timeout.ms": GROUP_SESSION_MS, "heartbeat.interval.ms": 1000,
+            "partition.assignment.strategy": "range", "topic.metadata.refresh.interval.ms": 1000}
+    c = Consumer(conf)
+    try:
+        c.subscribe([a], on_assign=on_assign, on_revoke=on_revoke)
+        poll_until_assigned(c, assigned, {(a, 0), (a, 1)}, "subscribed to A")
+        c.subscribe([a, b], on_assign=on_assign, on_revoke=on_revoke)
+        took = poll_until_assigned(c, assigned, {(a, 0), (a, 1), (b, 0), (b, 1)}, "subscribed to A and B")
+        print(f"  A+B assignment after {took:.2f} s", flush=True)
+        c.subscribe([f"^{prefix}-.*"], on_assign=on_assign, on_revoke=on_revoke)
+        create_topic(ctx, admin, c_topic, 1)
+        took = poll_until_assigned(c, assigned, {(a, 0), (a, 1), (b, 0), (b, 1), (c_topic, 0)},
+                                   "regex subscription after a matching topic was created")
+        print(f"  regex assignment with the new topic after {took:.2f} s", flush=True)
+    finally:
+        c.close()
+
+
 SCENARIOS = {
     "produce-consume": produce_consume,
     "fetch-limits": fetch_limits,
@@ -1112,6 +1169,7 @@ SCENARIOS = {
     "delete-records": delete_records,
     "errors": errors,
     "group-rebalance": group_rebalance,
+    "group-resubscribe": group_resubscribe,
 }
 
 

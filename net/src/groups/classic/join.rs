@@ -245,6 +245,9 @@ impl ClassicGroup {
 
     /// Starts a join phase: members waiting for a sync are told to rejoin, and a new group
     /// first waits `initial_rebalance_delay_ms` (extended while members keep arriving).
+    /// Otherwise the phase completes at once if no member is left to rejoin (a lone member
+    /// that rejoined with a new subscription, say), as Kafka's `prepareRebalance` does; only
+    /// members still to rejoin make it wait for the rebalance timeout.
     pub(super) fn prepare_rebalance(&mut self, config: &ClassicGroupConfig, now_ms: i64) {
         if self.state == ClassicState::CompletingRebalance {
             for member in self.members.values_mut() {
@@ -265,6 +268,7 @@ impl ClassicGroup {
             self.initial_delay_remaining = None;
         }
         self.state = ClassicState::PreparingRebalance;
+        self.try_complete_join(now_ms);
     }
 
     /// Completes the join phase if every member has rejoined (never during the initial
@@ -312,6 +316,7 @@ impl ClassicGroup {
         self.dirty = true;
         if self.members.is_empty() {
             self.state = ClassicState::Empty;
+            self.empty_since_ms = None;
             self.protocol_name = None;
             self.leader = None;
             self.static_members.clear();

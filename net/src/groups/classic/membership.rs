@@ -191,7 +191,6 @@ impl ClassicGroup {
         match self.state {
             ClassicState::Stable | ClassicState::CompletingRebalance => {
                 self.prepare_rebalance(config, now_ms);
-                self.try_complete_join(now_ms);
             }
             ClassicState::PreparingRebalance => self.try_complete_join(now_ms),
             ClassicState::Empty | ClassicState::Dead => {}

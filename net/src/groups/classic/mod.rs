@@ -257,6 +257,11 @@ pub struct ClassicGroup {
     new_member_added: bool,
     next_join_order: u64,
     dirty: bool,
+    /// Wall-clock ms when the group last became Empty (Kafka's `currentStateTimestamp` of an
+    /// Empty group): offsets of an Empty group expire that long after it. `None` until the
+    /// coordinator stamps it ([`stamp_empty_since`](Self::stamp_empty_since)), and while the
+    /// group has members.
+    empty_since_ms: Option<i64>,
 }
 
 impl ClassicGroup {
@@ -277,6 +282,7 @@ impl ClassicGroup {
             new_member_added: false,
             next_join_order: 0,
             dirty: false,
+            empty_since_ms: None,
         }
     }
 
@@ -318,6 +324,25 @@ impl ClassicGroup {
     /// Whether the group has no members (pending ones included).
     pub fn is_empty(&self) -> bool {
         self.members.is_empty() && self.pending_members.is_empty()
+    }
+
+    /// When the group last became Empty (wall-clock ms), if it is Empty and was stamped.
+    pub fn empty_since_ms(&self) -> Option<i64> {
+        match self.state {
+            ClassicState::Empty => self.empty_since_ms,
+            _ => None,
+        }
+    }
+
+    /// Stamps an Empty group that is not stamped yet with `wall_ms` as the time it became
+    /// Empty; clears the stamp of a group that is not Empty. The coordinator calls it before
+    /// persisting a change, so the time a group empties is written with that change.
+    pub fn stamp_empty_since(&mut self, wall_ms: i64) {
+        if self.state == ClassicState::Empty {
+            self.empty_since_ms.get_or_insert(wall_ms);
+        } else {
+            self.empty_since_ms = None;
+        }
     }
 
     /// Whether persistent state changed since the last call (and clears the flag).

@@ -2,7 +2,10 @@
 //!
 //! Format: one JSON object, `{"kind":"classic","version":1,...}`, with the generation,
 //! protocol type and name, leader and members (ids, client, timeouts, protocols with their
-//! metadata and the assignment; byte fields as lowercase hex). It is written when a
+//! metadata and the assignment; byte fields as lowercase hex) and, for an Empty group,
+//! `empty_since_ms` (wall-clock ms when it became Empty, absent in files written before it
+//! existed; offset retention then counts from each commit, as Kafka does for group metadata
+//! without a state timestamp). It is written when a
 //! generation completes (the leader's assignment arrived, or the group became empty). A
 //! coordinator that loads it resumes the group `Stable` (or `Empty`) at that generation, with
 //! every member's session restarting at load time.
@@ -28,6 +31,8 @@ struct PersistedGroup {
     protocol_name: Option<String>,
     leader: Option<String>,
     members: Vec<PersistedMember>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    empty_since_ms: Option<i64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -83,6 +88,7 @@ impl ClassicGroup {
             } else {
                 Vec::new()
             },
+            empty_since_ms: self.empty_since_ms(),
         };
         serde_json::to_vec(&persisted).expect("plain data serialises")
     }
@@ -135,6 +141,8 @@ impl ClassicGroup {
             group.state = ClassicState::Stable;
             group.protocol_name = persisted.protocol_name;
             group.leader = persisted.leader;
+        } else {
+            group.empty_since_ms = persisted.empty_since_ms;
         }
         group.members = members;
         Ok(group)

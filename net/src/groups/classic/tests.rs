@@ -340,3 +340,105 @@ fn a_persisted_group_resumes_stable_at_its_generation() {
     assert!(ClassicGroup::decode("g", b"{\"kind\":\"x\"}", 0).is_err());
     assert!(ClassicGroup::decode("g", &[0xff; 10], 0).is_err());
 }
+
+/// A stable group whose only member is `a`, at generation 1.
+fn stable_single(config: &ClassicGroupConfig) -> (ClassicGroup, String) {
+    let mut group = ClassicGroup::new("g");
+    let (a, mut a_join) = join_new(&mut group, config, 0);
+    group.tick(config, i64::from(config.initial_rebalance_delay_ms));
+    assert_eq!(ready(&mut a_join).expect("alone").generation_id, 1);
+    let assignments = vec![(a.clone(), Bytes::from_static(b"topic-a"))];
+    let mut a_sync = later(sync(&mut group, &a, 1, assignments, 10));
+    assert_eq!(ready(&mut a_sync).expect("leader").error, ErrorCode::None);
+    assert_eq!(group.state(), ClassicState::Stable);
+    (group, a)
+}
+
+fn resubscribed(member_id: &str) -> JoinRequest {
+    JoinRequest {
+        protocols: vec![("range".into(), Bytes::from_static(b"topics a and b"))],
+        ..request(member_id, None)
+    }
+}
+
+#[test]
+fn a_lone_member_that_changes_its_subscription_gets_the_next_generation_at_once() {
+    let config = config(3_000);
+    let (mut group, a) = stable_single(&config);
+    let mut rejoin = later(group.join(resubscribed(&a), &config, 100));
+    let result = ready(&mut rejoin).expect("no member is left to wait for");
+    assert_eq!(result.error, ErrorCode::None);
+    assert_eq!(result.generation_id, 2);
+    assert_eq!(result.leader, a);
+    assert_eq!(result.members.len(), 1);
+    assert_eq!(result.members[0].metadata, &b"topics a and b"[..]);
+    assert_eq!(group.state(), ClassicState::CompletingRebalance);
+}
+
+#[test]
+fn a_lone_leader_rejoining_unchanged_while_stable_gets_the_next_generation_at_once() {
+    let config = config(0);
+    let (mut group, a) = stable_single(&config);
+    let mut rejoin = later(group.join(request(&a, None), &config, 100));
+    assert_eq!(ready(&mut rejoin).expect("at once").generation_id, 2);
+}
+
+#[test]
+fn a_lone_member_that_changes_its_subscription_before_syncing_gets_the_next_generation_at_once() {
+    let config = config(0);
+    let mut group = ClassicGroup::new("g");
+    let (a, mut a_join) = join_new(&mut group, &config, 0);
+    assert_eq!(ready(&mut a_join).expect("alone").generation_id, 1);
+    assert_eq!(group.state(), ClassicState::CompletingRebalance);
+    let mut rejoin = later(group.join(resubscribed(&a), &config, 50));
+    assert_eq!(ready(&mut rejoin).expect("at once").generation_id, 2);
+}
+
+#[test]
+fn the_last_of_several_members_to_rejoin_completes_the_join_at_once() {
+    let config = config(0);
+    let (mut group, a, b) = stable_pair(&config);
+    let mut a_join = later(group.join(resubscribed(&a), &config, 100));
+    assert!(ready(&mut a_join).is_none(), "b has not rejoined yet");
+    assert_eq!(
+        group.heartbeat(&b, None, 2, 150),
+        ErrorCode::RebalanceInProgress
+    );
+    let mut b_join = later(group.join(resubscribed(&b), &config, 200));
+    let leader = ready(&mut a_join).expect("everyone rejoined");
+    let follower = ready(&mut b_join).expect("everyone rejoined");
+    assert_eq!((leader.generation_id, follower.generation_id), (3, 3));
+    assert_eq!(leader.members.len(), 2);
+}
+
+#[test]
+fn a_static_member_replaced_with_a_new_subscription_gets_the_next_generation_at_once() {
+    let config = config(0);
+    let mut group = ClassicGroup::new("g");
+    let mut join = later(group.join(request("", Some("instance-1")), &config, 0));
+    let first = ready(&mut join).expect("answered");
+    let assignments = vec![(first.member_id.clone(), Bytes::from_static(b"p0"))];
+    let mut synced = later(group.sync(
+        SyncRequest {
+            member_id: first.member_id.clone(),
+            group_instance_id: Some("instance-1".into()),
+            generation_id: 1,
+            protocol_type: None,
+            protocol_name: None,
+            assignments,
+        },
+        10,
+    ));
+    assert_eq!(ready(&mut synced).expect("answered").error, ErrorCode::None);
+    let changed = JoinRequest {
+        protocols: vec![
+            ("roundrobin".into(), Bytes::new()),
+            ("range".into(), Bytes::from_static(b"meta")),
+        ],
+        ..request("", Some("instance-1"))
+    };
+    let mut rejoin = later(group.join(changed, &config, 100));
+    let result = ready(&mut rejoin).expect("no member is left to wait for");
+    assert_eq!(result.generation_id, 2);
+    assert_eq!(result.protocol_name.as_deref(), Some("roundrobin"));
+}

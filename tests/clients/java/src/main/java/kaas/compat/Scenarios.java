@@ -48,6 +48,8 @@ public final class Scenarios {
         SCENARIOS.put("group-static", Groups::staticMembership);
         SCENARIOS.put("group-kip848", Groups::kip848);
         SCENARIOS.put("group-admin", Groups::admin);
+        SCENARIOS.put("group-empty-kept", GroupEmptyKept::emptyGroupKept);
+        SCENARIOS.put("group-kip848-churn", GroupKip848Churn::churn);
     }
 
     public static void main(String[] args) {
