@@ -48,6 +48,11 @@ public final class Scenarios {
         SCENARIOS.put("group-static", Groups::staticMembership);
         SCENARIOS.put("group-kip848", Groups::kip848);
         SCENARIOS.put("group-admin", Groups::admin);
+        SCENARIOS.put("admin-acls", AdminApis::acls);
+        SCENARIOS.put("admin-authorized-operations", AdminApis::authorizedOperations);
+        SCENARIOS.put("admin-log-dirs", AdminApis::logDirs);
+        SCENARIOS.put("admin-reassignments", AdminApis::reassignments);
+        SCENARIOS.put("admin-producers", AdminApis::producers);
     }
 
     public static void main(String[] args) {
