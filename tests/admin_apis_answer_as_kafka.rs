@@ -5,7 +5,7 @@
 
 mod support;
 
-use kaas_engine::batch::encode_batch_for_tests;
+use kaas_engine::batch::{encode_batch_for_tests, TestRecord};
 use kaas_net::protocol::messages::api_versions::ApiVersionsRequest;
 use kaas_net::protocol::messages::create_acls::{AclCreation, CreateAclsRequest};
 use kaas_net::protocol::messages::delete_acls::{DeleteAclsFilter, DeleteAclsRequest};
@@ -151,8 +151,7 @@ fn log_dir_sizes_and_producer_state_follow_what_was_produced() {
     );
 
     let value = vec![7u8; 500];
-    let records: Vec<(Option<&[u8]>, Option<&[u8]>)> =
-        (0..10).map(|_| (None, Some(&value[..]))).collect();
+    let records: Vec<TestRecord<'_>> = (0..10).map(|_| (None, Some(&value[..]))).collect();
     let first = encode_batch_for_tests(&records, 1_700_000_000_000, 4242, 3, 0);
     let second = encode_batch_for_tests(&records, 1_700_000_000_500, 4242, 3, 10);
     let other = encode_batch_for_tests(&records[..2], 1_700_000_000_900, 77, 0, 0);
