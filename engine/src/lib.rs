@@ -30,5 +30,5 @@ pub use config::{LogConfig, TimestampType};
 pub use error::{EngineError, Result};
 pub use group_store::{CommittedOffset, GroupChange, GroupStore};
 pub use log::{AppendOutcome, FetchedRecords, LogOffsets, PartitionLog};
-pub use log_manager::{LogManager, PartitionId};
+pub use log_manager::{DiskSpace, LogManager, PartitionId};
 pub use storage::Storage;

@@ -26,7 +26,7 @@ use crate::checkpoint::RecoveryPoint;
 use crate::config::{LogConfig, TimestampType};
 use crate::error::{EngineError, Result};
 use crate::leader_epoch::LeaderEpochCache;
-use crate::producer_state::{snapshot_file_name, ProducerStateTable, SequenceCheck};
+use crate::producer_state::{snapshot_file_name, ProducerEntry, ProducerStateTable, SequenceCheck};
 use crate::read_ahead::{NextRead, ReadAhead};
 use crate::record_timestamps;
 use crate::recovery;
@@ -289,6 +289,13 @@ impl PartitionLog {
     pub fn size_bytes(&self) -> u64 {
         let state = self.shared.state.borrow();
         state.segments.values().map(|s| s.size).sum()
+    }
+
+    /// The idempotent producers this partition remembers, in ascending id order (a copy:
+    /// DescribeProducers reports them without holding the state across an `.await`).
+    pub fn producers(&self) -> Vec<ProducerEntry> {
+        let state = self.shared.state.borrow();
+        state.producers.entries().into_iter().cloned().collect()
     }
 
     /// Number of segments.

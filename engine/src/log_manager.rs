@@ -119,6 +119,21 @@ impl LogManager {
         &self.storage
     }
 
+    /// Size and free space of the volume holding the data directory (`statvfs`, run on the
+    /// blocking pool); `None` for in-memory storage, which has no volume.
+    pub async fn disk_space(&self) -> Result<Option<DiskSpace>> {
+        let Storage::Disk(root) = &self.storage else {
+            return Ok(None);
+        };
+        let root = root.clone();
+        let context = format!("statvfs {}", root.display());
+        glommio::executor()
+            .spawn_blocking(move || disk_space_of(&root))
+            .await
+            .map(Some)
+            .map_err(|e| EngineError::io(context, e))
+    }
+
     /// The open log of a partition, if any.
     pub fn get(&self, id: &PartitionId) -> Option<PartitionLog> {
         match self.slots.borrow().get(id) {
@@ -338,6 +353,32 @@ impl LogManager {
     }
 }
 
+/// Size and free space of a volume, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiskSpace {
+    /// Bytes of the whole volume.
+    pub total_bytes: u64,
+    /// Bytes an unprivileged writer may still use (`f_bavail`, as Java's `getUsableSpace`).
+    pub usable_bytes: u64,
+}
+
+fn disk_space_of(path: &std::path::Path) -> std::io::Result<DiskSpace> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `path` is a valid NUL-terminated string and `stats` is a plain C struct that
+    // statvfs fills in; it is read only after statvfs reports success.
+    let mut stats: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(path.as_ptr(), &mut stats) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let block = stats.f_frsize as u64;
+    Ok(DiskSpace {
+        total_bytes: (stats.f_blocks as u64).saturating_mul(block),
+        usable_bytes: (stats.f_bavail as u64).saturating_mul(block),
+    })
+}
+
 /// Wall-clock milliseconds since the Unix epoch (Kafka timestamps).
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -348,6 +389,15 @@ pub fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disk_space_reports_the_volume_of_a_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let space = disk_space_of(dir.path()).expect("statvfs");
+        assert!(space.total_bytes > 0);
+        assert!(space.usable_bytes <= space.total_bytes);
+        assert!(disk_space_of(&dir.path().join("missing")).is_err());
+    }
 
     #[test]
     fn topic_names_cannot_escape_the_data_directory() {

@@ -131,6 +131,9 @@ async fn read_requests<R: AsyncRead + Unpin>(
                 if !dispatch::is_served(header.api_key, header.api_version) {
                     return Err("api not served");
                 }
+                if !dispatch::is_well_formed(&request) {
+                    return Err("request Kafka refuses to parse");
+                }
                 let shard = shard.clone();
                 spawn_handler(async move {
                     let response = dispatch::handle(&shard, header, request, peer).await;

@@ -14,6 +14,12 @@ pub fn is_served(api_key: i16, _api_version: i16) -> bool {
     handlers::api_versions::is_served(api_key)
 }
 
+/// Whether the broker accepts a decoded request at all; Kafka refuses to parse some that the
+/// codec can read (ACL filters naming UNKNOWN), and the connection closes on those.
+pub fn is_well_formed(request: &Request) -> bool {
+    handlers::acl_requests::is_well_formed(request)
+}
+
 /// The ApiVersions answer for a client asking for a newer ApiVersions than served.
 pub fn api_versions_fallback(correlation_id: i32) -> Vec<Bytes> {
     handlers::api_versions::fallback(correlation_id)
@@ -112,6 +118,18 @@ pub async fn handle(
             )
             .await,
         ),
+        Request::DescribeAcls(r) => Response::DescribeAcls(handlers::describe_acls::handle(r)),
+        Request::CreateAcls(r) => Response::CreateAcls(handlers::create_acls::handle(r)),
+        Request::DeleteAcls(r) => Response::DeleteAcls(handlers::delete_acls::handle(r)),
+        Request::DescribeLogDirs(r) => {
+            Response::DescribeLogDirs(handlers::describe_log_dirs::handle(shard, r).await)
+        }
+        Request::ListPartitionReassignments(r) => {
+            Response::ListPartitionReassignments(handlers::list_partition_reassignments::handle(r))
+        }
+        Request::DescribeProducers(r) => {
+            Response::DescribeProducers(handlers::describe_producers::handle(shard, r).await)
+        }
         Request::ConsumerGroupDescribe(r) => Response::ConsumerGroupDescribe(
             handlers::consumer_group_describe::handle(shard, r).await,
         ),

@@ -10,7 +10,7 @@ use crate::protocol::{encode_response, ErrorCode, SUPPORTED_APIS};
 /// API keys the broker has handlers for; the codec may know more.
 pub const SERVED_API_KEYS: &[i16] = &[
     0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 32, 37, 42, 44, 47, 60,
-    68, 69,
+    68, 69, 29, 30, 31, 35, 46, 61,
 ];
 
 /// Whether a request of `api_key` is handled (its version was already gated by the codec).

@@ -1,8 +1,10 @@
-//! DescribeCluster (key 60): this broker is the whole cluster and its controller.
+//! DescribeCluster (key 60): this broker is the whole cluster and its controller; authorized
+//! operations, when asked for, are every cluster operation (no authorizer).
 
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
+use crate::handlers::authorized_operations;
 use crate::protocol::messages::describe_cluster::{
     DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse,
 };
@@ -33,6 +35,9 @@ pub fn handle(shard: &Rc<Shard>, request: DescribeClusterRequest) -> DescribeClu
             rack: None,
             is_fenced: false,
         }],
+        cluster_authorized_operations: authorized_operations::cluster(
+            request.include_cluster_authorized_operations,
+        ),
         ..Default::default()
     }
 }

@@ -1,5 +1,7 @@
 //! Metadata (key 3): brokers, topics and partition leaders; creates unknown topics when the
-//! client allows it and the broker is configured to.
+//! client allows it and the broker is configured to. Authorized operations, when asked for,
+//! are every operation (no authorizer), on every topic of the answer as Kafka does, unknown
+//! ones included.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -8,7 +10,7 @@ use crate::broker::cluster_view::TopicInfo;
 use crate::broker::shard::Shard;
 use crate::broker::topic_admin::TopicAdmin;
 use crate::broker::topic_config::TopicConfig;
-use crate::handlers::{admin, with_topic_admin, STANDALONE_LEADER_EPOCH};
+use crate::handlers::{admin, authorized_operations, with_topic_admin, STANDALONE_LEADER_EPOCH};
 use crate::protocol::messages::metadata::{
     MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
     MetadataResponseTopic,
@@ -19,6 +21,10 @@ use crate::protocol::{ErrorCode, Uuid};
 pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -> MetadataResponse {
     let config = &shard.config;
     let view = shard.view.load();
+    let topic_operations =
+        authorized_operations::topic(request.include_topic_authorized_operations);
+    let cluster_operations =
+        authorized_operations::cluster(request.include_cluster_authorized_operations);
     let all_topics = match &request.topics {
         None => true,
         Some(topics) => version == 0 && topics.is_empty(),
@@ -47,6 +53,9 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
             });
         }
     }
+    for topic in &mut topics {
+        topic.topic_authorized_operations = topic_operations;
+    }
     MetadataResponse {
         brokers: vec![MetadataResponseBroker {
             node_id: config.node_id,
@@ -57,6 +66,7 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
         cluster_id: Some(view.cluster_id.clone()),
         controller_id: config.node_id,
         topics,
+        cluster_authorized_operations: cluster_operations,
         ..Default::default()
     }
 }

@@ -5,17 +5,24 @@
 //! changes hop to shard 0, where the topic admin runs; group APIs hop to the group's
 //! coordinator shard ([`group_hop`]).
 
+pub mod acl_requests;
 pub mod api_versions;
+pub mod authorized_operations;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
+pub mod create_acls;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_log_dirs;
+pub mod describe_producers;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod group_hop;
@@ -26,6 +33,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;

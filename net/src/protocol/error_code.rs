@@ -137,6 +137,8 @@ error_codes! {
     ConcurrentTransactions = 51, "CONCURRENT_TRANSACTIONS";
     /// Not authorized to use the transactional id (kaas serves no transactions).
     TransactionalIdAuthorizationFailed = 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
+    /// Security features are disabled (no authorizer is configured).
+    SecurityDisabled = 54, "SECURITY_DISABLED";
     /// A disk error occurred on the broker while serving the request.
     KafkaStorageError = 56, "KAFKA_STORAGE_ERROR";
     /// The broker has no state for this producer id.

@@ -368,4 +368,13 @@ apis! {
         consumer_group_heartbeat::ConsumerGroupHeartbeatResponse;
     ConsumerGroupDescribe => consumer_group_describe::ConsumerGroupDescribeRequest,
         consumer_group_describe::ConsumerGroupDescribeResponse;
+    DescribeAcls => describe_acls::DescribeAclsRequest, describe_acls::DescribeAclsResponse;
+    CreateAcls => create_acls::CreateAclsRequest, create_acls::CreateAclsResponse;
+    DeleteAcls => delete_acls::DeleteAclsRequest, delete_acls::DeleteAclsResponse;
+    DescribeLogDirs => describe_log_dirs::DescribeLogDirsRequest,
+        describe_log_dirs::DescribeLogDirsResponse;
+    ListPartitionReassignments => list_partition_reassignments::ListPartitionReassignmentsRequest,
+        list_partition_reassignments::ListPartitionReassignmentsResponse;
+    DescribeProducers => describe_producers::DescribeProducersRequest,
+        describe_producers::DescribeProducersResponse;
 }

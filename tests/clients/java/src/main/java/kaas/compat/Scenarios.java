@@ -50,6 +50,11 @@ public final class Scenarios {
         SCENARIOS.put("group-admin", Groups::admin);
         SCENARIOS.put("group-empty-kept", GroupEmptyKept::emptyGroupKept);
         SCENARIOS.put("group-kip848-churn", GroupKip848Churn::churn);
+        SCENARIOS.put("admin-acls", AdminApis::acls);
+        SCENARIOS.put("admin-authorized-operations", AdminApis::authorizedOperations);
+        SCENARIOS.put("admin-log-dirs", AdminApis::logDirs);
+        SCENARIOS.put("admin-reassignments", AdminApis::reassignments);
+        SCENARIOS.put("admin-producers", AdminApis::producers);
     }
 
     public static void main(String[] args) {

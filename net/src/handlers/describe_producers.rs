@@ -1,0 +1,175 @@
+//! DescribeProducers (key 61): the idempotent producers each partition remembers (id, epoch,
+//! last sequence, last batch's timestamp), read on the partition's owner shard. kaas serves no
+//! transactions, so `coordinator_epoch` and `current_txn_start_offset` are always -1.
+//!
+//! Errors as Apache Kafka 4.4 answers them: an invalid topic name gets INVALID_TOPIC_EXCEPTION
+//! with Kafka's message, an unknown topic UNKNOWN_TOPIC_OR_PARTITION with its default message,
+//! an unknown partition of a known topic UNKNOWN_TOPIC_OR_PARTITION without a message, and a
+//! partition its owner shard cannot serve (closed, being moved) NOT_LEADER_OR_FOLLOWER.
+
+use std::rc::Rc;
+
+use kaas_engine::{LogConfig, PartitionId};
+
+use crate::broker::shard::Shard;
+use crate::handlers::error_code;
+use crate::handlers::partition_work::{run_on_owners, Item};
+use crate::protocol::messages::describe_producers::{
+    DescribeProducersPartitionResponse, DescribeProducersRequest, DescribeProducersResponse,
+    DescribeProducersTopicResponse, ProducerState,
+};
+use crate::protocol::ErrorCode;
+
+/// Kafka's longest legal topic name.
+const MAX_TOPIC_NAME_LENGTH: usize = 249;
+
+/// Kafka's default message for UNKNOWN_TOPIC_OR_PARTITION.
+const UNKNOWN_TOPIC_MESSAGE: &str = "This server does not host this topic-partition.";
+
+/// Answers DescribeProducers.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: DescribeProducersRequest,
+) -> DescribeProducersResponse {
+    let view = shard.view.load();
+    let mut topics = Vec::with_capacity(request.topics.len());
+    let mut slots = Vec::new();
+    let mut items = Vec::new();
+    for requested in request.topics {
+        let topic_error = match invalid_topic_message(&requested.name) {
+            Some(message) => Some((ErrorCode::InvalidTopicException, Some(message))),
+            None if view.topic(&requested.name).is_none() => Some((
+                ErrorCode::UnknownTopicOrPartition,
+                Some(UNKNOWN_TOPIC_MESSAGE.to_string()),
+            )),
+            None => None,
+        };
+        let info = view.topic(&requested.name);
+        let mut partitions = Vec::with_capacity(requested.partition_indexes.len());
+        for partition in requested.partition_indexes {
+            let mut result = DescribeProducersPartitionResponse {
+                partition_index: partition,
+                ..Default::default()
+            };
+            match (&topic_error, info) {
+                (Some((code, message)), _) => {
+                    result.error_code = code.code();
+                    result.error_message = message.clone();
+                }
+                (None, Some(topic)) if (0..topic.partitions).contains(&partition) => {
+                    slots.push((topics.len(), partitions.len()));
+                    items.push(Item {
+                        slot: slots.len() - 1,
+                        id: PartitionId::new(topic.name.clone(), partition),
+                        input: topic.log_config.clone(),
+                    });
+                }
+                (None, _) => result.error_code = ErrorCode::UnknownTopicOrPartition.code(),
+            }
+            partitions.push(result);
+        }
+        topics.push(DescribeProducersTopicResponse {
+            name: requested.name,
+            partitions,
+        });
+    }
+    let mut answered = vec![false; slots.len()];
+    for (slot, answer) in run_on_owners(shard, items, producers_on_owner).await {
+        let Some(&(t, p)) = slots.get(slot) else {
+            continue;
+        };
+        answered[slot] = true;
+        let result = &mut topics[t].partitions[p];
+        match answer {
+            Ok(producers) => result.active_producers = producers,
+            Err(code) => result.error_code = code.code(),
+        }
+    }
+    // A shard that stopped before answering cannot serve its partitions.
+    for (slot, &(t, p)) in slots.iter().enumerate() {
+        if !answered[slot] {
+            topics[t].partitions[p].error_code = ErrorCode::NotLeaderOrFollower.code();
+        }
+    }
+    DescribeProducersResponse {
+        topics,
+        ..Default::default()
+    }
+}
+
+type Answer = Result<Vec<ProducerState>, ErrorCode>;
+
+async fn producers_on_owner(shard: Rc<Shard>, items: Vec<Item<LogConfig>>) -> Vec<(usize, Answer)> {
+    let mut answers = Vec::with_capacity(items.len());
+    for item in items {
+        let answer = match shard.log(&item.id, item.input).await {
+            Err(error) => Err(error_code(&error)),
+            Ok(log) => Ok(log
+                .producers()
+                .iter()
+                .map(|producer| {
+                    let last = producer.last_batch();
+                    ProducerState {
+                        producer_id: producer.producer_id(),
+                        producer_epoch: i32::from(producer.epoch()),
+                        last_sequence: last.map_or(-1, |batch| batch.last_seq),
+                        last_timestamp: last.map_or(-1, |batch| batch.max_timestamp),
+                        coordinator_epoch: -1,
+                        current_txn_start_offset: -1,
+                    }
+                })
+                .collect()),
+        };
+        answers.push((item.slot, answer));
+    }
+    answers
+}
+
+/// Kafka's `Topic.validate` message for an illegal topic name, or `None` for a legal one.
+fn invalid_topic_message(name: &str) -> Option<String> {
+    let reason = if name.is_empty() {
+        "the empty string is not allowed".to_string()
+    } else if name == "." || name == ".." {
+        format!("'{name}' is not allowed")
+    } else if name.len() > MAX_TOPIC_NAME_LENGTH {
+        format!(
+            "the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+        )
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        format!("'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+    } else {
+        return None;
+    };
+    Some(format!("Topic name is invalid: {reason}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_topic_messages_are_kafkas() {
+        assert_eq!(
+            invalid_topic_message("").as_deref(),
+            Some("Topic name is invalid: the empty string is not allowed")
+        );
+        assert_eq!(
+            invalid_topic_message("..").as_deref(),
+            Some("Topic name is invalid: '..' is not allowed")
+        );
+        assert_eq!(
+            invalid_topic_message("bad/name").as_deref(),
+            Some("Topic name is invalid: 'bad/name' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
+        );
+        let long = "x".repeat(250);
+        assert_eq!(
+            invalid_topic_message(&long),
+            Some(format!("Topic name is invalid: the length of '{long}' is longer than the max allowed length 249"))
+        );
+        assert_eq!(invalid_topic_message(&"x".repeat(249)), None);
+        assert_eq!(invalid_topic_message("ok.name_1-2"), None);
+    }
+}
