@@ -5,7 +5,9 @@
 //! changes hop to shard 0, where the topic admin runs; group APIs hop to the group's
 //! coordinator shard ([`group_hop`]).
 
+pub mod alter_configs;
 pub mod api_versions;
+pub mod config_changes;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 pub mod create_partitions;
