@@ -114,32 +114,11 @@ impl TopicAdmin {
         if self.exists(&topic.name) {
             return Err(already_exists(&topic.name));
         }
-        let partitions = if topic.assignments.is_empty() {
-            if topic.replication_factor == 0 || topic.replication_factor < -1 {
-                return Err(TopicError::new(
-                    ErrorCode::InvalidReplicationFactor,
-                    "Replication factor must be larger than 0, or -1 to use the default value.",
-                ));
-            }
-            match topic.num_partitions {
-                -1 => shard.config.default_partitions,
-                n if n <= 0 => {
-                    return Err(TopicError::new(
-                        ErrorCode::InvalidPartitions,
-                        "Number of partitions was set to an invalid non-positive value.",
-                    ))
-                }
-                n => n,
-            }
-        } else {
-            if topic.num_partitions != -1 || topic.replication_factor != -1 {
-                return Err(TopicError::new(
-                    ErrorCode::InvalidRequest,
-                    "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
-                ));
-            }
-            check_topic_assignment(&topic.assignments, &[shard.config.node_id])?
-        };
+        let partitions = partition_count(
+            &topic,
+            shard.config.default_partitions,
+            &[shard.config.node_id],
+        )?;
         let config = TopicConfig::from_pairs(
             topic
                 .configs
@@ -397,6 +376,38 @@ pub fn build_view(file: &TopicsFile, shard: &Shard) -> Result<ClusterView, Topic
     Ok(view)
 }
 
+/// The partition count a CreateTopics topic asks for, from its count or its manual
+/// assignment. Any positive replication factor is accepted: kaas keeps the leader only.
+fn partition_count(
+    topic: &NewTopic,
+    default_partitions: i32,
+    brokers: &[i32],
+) -> Result<i32, TopicError> {
+    if !topic.assignments.is_empty() {
+        if topic.num_partitions != -1 || topic.replication_factor != -1 {
+            return Err(TopicError::new(
+                ErrorCode::InvalidRequest,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
+            ));
+        }
+        return check_topic_assignment(&topic.assignments, brokers);
+    }
+    if topic.replication_factor == 0 || topic.replication_factor < -1 {
+        return Err(TopicError::new(
+            ErrorCode::InvalidReplicationFactor,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ));
+    }
+    match topic.num_partitions {
+        -1 => Ok(default_partitions),
+        n if n <= 0 => Err(TopicError::new(
+            ErrorCode::InvalidPartitions,
+            "Number of partitions was set to an invalid non-positive value.",
+        )),
+        n => Ok(n),
+    }
+}
+
 fn already_exists(name: &str) -> TopicError {
     TopicError::new(
         ErrorCode::TopicAlreadyExists,
@@ -413,4 +424,51 @@ fn unknown_topic(name: &str) -> TopicError {
 
 fn shutting_down() -> TopicError {
     TopicError::new(ErrorCode::UnknownServerError, "broker is shutting down")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(
+        num_partitions: i32,
+        replication_factor: i16,
+        assignments: Vec<(i32, Vec<i32>)>,
+    ) -> NewTopic {
+        NewTopic {
+            name: "t".into(),
+            num_partitions,
+            replication_factor,
+            assignments,
+            configs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn any_positive_replication_factor_and_registered_assignments_are_accepted() {
+        assert_eq!(partition_count(&topic(3, 3, vec![]), 1, &[0]), Ok(3));
+        assert_eq!(partition_count(&topic(-1, -1, vec![]), 4, &[0]), Ok(4));
+        assert_eq!(
+            partition_count(&topic(-1, -1, vec![(0, vec![0]), (1, vec![0])]), 1, &[0]),
+            Ok(2)
+        );
+        let code = |t: NewTopic| partition_count(&t, 1, &[0]).map_err(|e| e.code);
+        assert_eq!(
+            code(topic(1, 0, vec![])),
+            Err(ErrorCode::InvalidReplicationFactor)
+        );
+        assert_eq!(
+            code(topic(1, -2, vec![])),
+            Err(ErrorCode::InvalidReplicationFactor)
+        );
+        assert_eq!(code(topic(0, 1, vec![])), Err(ErrorCode::InvalidPartitions));
+        assert_eq!(
+            code(topic(1, -1, vec![(0, vec![0])])),
+            Err(ErrorCode::InvalidRequest)
+        );
+        assert_eq!(
+            code(topic(-1, -1, vec![(0, vec![5])])),
+            Err(ErrorCode::InvalidReplicaAssignment)
+        );
+    }
 }

@@ -189,8 +189,18 @@ impl TopicConfig {
 
     /// The engine settings these configs mean.
     pub fn log_config(&self, defaults: &TopicDefaults) -> LogConfig {
-        let retention_ms = self.number("retention.ms", defaults);
-        let retention_bytes = self.number("retention.bytes", defaults);
+        // Kafka deletes by time or size only under the `delete` policy; a `compact`-only topic
+        // keeps every segment (kaas does not compact yet, so it keeps every record).
+        let deletes =
+            value::list_items(&self.value("cleanup.policy", defaults)).contains(&"delete");
+        let (retention_ms, retention_bytes) = if deletes {
+            (
+                self.number("retention.ms", defaults),
+                self.number("retention.bytes", defaults),
+            )
+        } else {
+            (-1, -1)
+        };
         LogConfig {
             segment_bytes: self.number("segment.bytes", defaults).max(14) as u64,
             segment_age: Duration::from_millis(self.number("segment.ms", defaults).max(1) as u64),
@@ -263,6 +273,23 @@ mod tests {
         assert_eq!(log.timestamp_type, TimestampType::LogAppendTime);
         config.delete("retention.ms").expect("known key");
         assert_eq!(config.get("retention.ms"), None);
+    }
+
+    #[test]
+    fn only_the_delete_policy_deletes_by_time_and_size() {
+        let defaults = TopicDefaults {
+            retention_bytes: 1000,
+            ..TopicDefaults::default()
+        };
+        let compact =
+            TopicConfig::from_pairs([("cleanup.policy", Some("compact"))]).expect("valid");
+        let log = compact.log_config(&defaults);
+        assert_eq!((log.retention_age, log.retention_bytes), (None, None));
+        let both =
+            TopicConfig::from_pairs([("cleanup.policy", Some("compact,delete"))]).expect("valid");
+        let log = both.log_config(&defaults);
+        assert_eq!(log.retention_bytes, Some(1000));
+        assert_eq!(log.retention_age, Some(Duration::from_millis(604_800_000)));
     }
 
     #[test]
