@@ -264,6 +264,8 @@ differential! {
         describe_configs::DescribeConfigsResponse, kp::DescribeConfigsRequest;
     create_partitions: create_partitions::CreatePartitionsRequest,
         create_partitions::CreatePartitionsResponse, kp::CreatePartitionsRequest;
+    alter_configs: alter_configs::AlterConfigsRequest, alter_configs::AlterConfigsResponse,
+        kp::AlterConfigsRequest;
     incremental_alter_configs: incremental_alter_configs::IncrementalAlterConfigsRequest,
         incremental_alter_configs::IncrementalAlterConfigsResponse,
         kp::IncrementalAlterConfigsRequest;

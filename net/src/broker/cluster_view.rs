@@ -37,6 +37,8 @@ pub struct ClusterView {
     pub topic_ids: HashMap<Uuid, Arc<str>>,
     /// Number of shards partitions are spread over.
     pub shards: usize,
+    /// Config overrides of consumer groups, by group id.
+    pub group_configs: Arc<BTreeMap<String, crate::broker::group_configs::GroupConfigOverrides>>,
 }
 
 impl ClusterView {

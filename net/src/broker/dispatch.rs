@@ -64,6 +64,9 @@ pub async fn handle(
         Request::DescribeConfigs(r) => {
             Response::DescribeConfigs(handlers::describe_configs::handle(shard, r))
         }
+        Request::AlterConfigs(r) => {
+            Response::AlterConfigs(handlers::alter_configs::handle(shard, r).await)
+        }
         Request::IncrementalAlterConfigs(r) => Response::IncrementalAlterConfigs(
             handlers::incremental_alter_configs::handle(shard, r).await,
         ),

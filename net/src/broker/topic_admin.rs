@@ -1,4 +1,4 @@
-//! Topic changes: create, delete, add partitions, alter configs.
+//! Topic changes: create, delete, add partitions, alter topic and group configs.
 //!
 //! Runs on shard 0 only, one change at a time. Each change is written to the topic store
 //! first, then published as a new cluster view, then applied to the shards (configs pushed to
@@ -15,6 +15,8 @@ use kaas_engine::log_manager::{is_legal_topic_name, topic_dir};
 use kaas_engine::{PartitionId, Storage};
 
 use crate::broker::cluster_view::{ClusterView, TopicInfo};
+use crate::broker::group_configs::GroupConfigOverrides;
+use crate::broker::replica_assignment::{check_replicas, check_topic_assignment};
 use crate::broker::shard::Shard;
 use crate::broker::topic_config::{InvalidConfig, TopicConfig};
 use crate::broker::topic_store::{self, format_uuid, TopicRecord, TopicsFile};
@@ -46,6 +48,21 @@ impl From<InvalidConfig> for TopicError {
 
 /// Largest partition count accepted for one topic.
 pub const MAX_PARTITIONS: i32 = 100_000;
+
+/// A topic as CreateTopics asks for it, checked in Kafka's order by [`TopicAdmin::create_topic`].
+#[derive(Debug, Clone)]
+pub struct NewTopic {
+    /// Topic name.
+    pub name: String,
+    /// Partition count, -1 for the broker's default.
+    pub num_partitions: i32,
+    /// Replication factor, -1 for the default.
+    pub replication_factor: i16,
+    /// Manual assignment: (partition index, replica broker ids).
+    pub assignments: Vec<(i32, Vec<i32>)>,
+    /// Configs as (name, value).
+    pub configs: Vec<(String, Option<String>)>,
+}
 
 /// Serialises topic changes and keeps the topic store.
 pub struct TopicAdmin {
@@ -84,6 +101,38 @@ impl TopicAdmin {
         }
     }
 
+    /// Creates a topic from a CreateTopics request, checking as Kafka does: the name, then
+    /// whether it exists (TOPIC_ALREADY_EXISTS before anything else, which Kafka Connect
+    /// relies on at start-up), then partitions, assignment and replication factor, then configs.
+    pub async fn create_topic(
+        &self,
+        shard: &Rc<Shard>,
+        topic: NewTopic,
+        validate_only: bool,
+    ) -> Result<Arc<TopicInfo>, TopicError> {
+        Self::validate_name(&topic.name)?;
+        if self.exists(&topic.name) {
+            return Err(already_exists(&topic.name));
+        }
+        let partitions = partition_count(
+            &topic,
+            shard.config.default_partitions,
+            &[shard.config.node_id],
+        )?;
+        let config = TopicConfig::from_pairs(
+            topic
+                .configs
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_deref())),
+        )?;
+        self.create(shard, &topic.name, partitions, config, validate_only)
+            .await
+    }
+
+    fn exists(&self, name: &str) -> bool {
+        self.file.borrow().topics.iter().any(|t| t.name == name)
+    }
+
     /// Creates a topic (or, with `validate_only`, checks that it could be created).
     pub async fn create(
         &self,
@@ -101,11 +150,8 @@ impl TopicAdmin {
             ));
         }
         let _permit = self.one_change_at_a_time().await?;
-        if self.file.borrow().topics.iter().any(|t| t.name == name) {
-            return Err(TopicError::new(
-                ErrorCode::TopicAlreadyExists,
-                format!("Topic '{name}' already exists."),
-            ));
+        if self.exists(name) {
+            return Err(already_exists(name));
         }
         let record = TopicRecord {
             name: name.to_string(),
@@ -149,12 +195,14 @@ impl TopicAdmin {
         Ok(id)
     }
 
-    /// Raises a topic's partition count to `count`.
+    /// Raises a topic's partition count to `count`; `assignments`, when given, names the
+    /// replicas of each new partition.
     pub async fn add_partitions(
         &self,
         shard: &Rc<Shard>,
         name: &str,
         count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
         validate_only: bool,
     ) -> Result<(), TopicError> {
         let _permit = self.one_change_at_a_time().await?;
@@ -177,6 +225,22 @@ impl TopicAdmin {
                 format!("Number of partitions must be at most {MAX_PARTITIONS}."),
             ));
         }
+        if let Some(assignments) = assignments.filter(|a| !a.is_empty()) {
+            let added = count - topic.partitions;
+            if usize::try_from(added).ok() != Some(assignments.len()) {
+                return Err(TopicError::new(
+                    ErrorCode::InvalidReplicaAssignment,
+                    format!(
+                        "Attempted to add {added} additional partition(s), but only {} assignment(s) were specified.",
+                        assignments.len()
+                    ),
+                ));
+            }
+            check_replicas(
+                assignments.iter().map(Vec::as_slice),
+                &[shard.config.node_id],
+            )?;
+        }
         if validate_only {
             return Ok(());
         }
@@ -198,6 +262,7 @@ impl TopicAdmin {
             return Err(unknown_topic(name));
         };
         change(&mut topic.configs)?;
+        topic.configs.check_combination()?;
         if validate_only {
             return Ok(());
         }
@@ -221,6 +286,29 @@ impl TopicAdmin {
             })
             .await;
         Ok(())
+    }
+
+    /// Changes the config overrides of consumer group `group` with `change` (the group need
+    /// not exist: Kafka keeps configs of groups that have no members yet).
+    pub async fn alter_group_configs(
+        &self,
+        shard: &Rc<Shard>,
+        group: &str,
+        change: impl FnOnce(&mut GroupConfigOverrides) -> Result<(), InvalidConfig>,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _permit = self.one_change_at_a_time().await?;
+        let mut next = self.file.borrow().clone();
+        let mut overrides = next.group_configs.remove(group).unwrap_or_default();
+        change(&mut overrides)?;
+        overrides.check_combination(&shard.config.groups)?;
+        if validate_only {
+            return Ok(());
+        }
+        if !overrides.is_empty() {
+            next.group_configs.insert(group.to_string(), overrides);
+        }
+        self.commit(shard, next).await
     }
 
     /// Persists `next`, then publishes it as the cluster view.
@@ -283,11 +371,48 @@ pub fn build_view(file: &TopicsFile, shard: &Shard) -> Result<ClusterView, Topic
                 .map_err(|e| TopicError::new(ErrorCode::UnknownServerError, e.to_string()))?,
         );
     }
-    Ok(ClusterView::new(
-        file.cluster_id.clone(),
-        shard.router.shards(),
-        topics,
-    ))
+    let mut view = ClusterView::new(file.cluster_id.clone(), shard.router.shards(), topics);
+    view.group_configs = Arc::new(file.group_configs.clone());
+    Ok(view)
+}
+
+/// The partition count a CreateTopics topic asks for, from its count or its manual
+/// assignment. Any positive replication factor is accepted: kaas keeps the leader only.
+fn partition_count(
+    topic: &NewTopic,
+    default_partitions: i32,
+    brokers: &[i32],
+) -> Result<i32, TopicError> {
+    if !topic.assignments.is_empty() {
+        if topic.num_partitions != -1 || topic.replication_factor != -1 {
+            return Err(TopicError::new(
+                ErrorCode::InvalidRequest,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.",
+            ));
+        }
+        return check_topic_assignment(&topic.assignments, brokers);
+    }
+    if topic.replication_factor == 0 || topic.replication_factor < -1 {
+        return Err(TopicError::new(
+            ErrorCode::InvalidReplicationFactor,
+            "Replication factor must be larger than 0, or -1 to use the default value.",
+        ));
+    }
+    match topic.num_partitions {
+        -1 => Ok(default_partitions),
+        n if n <= 0 => Err(TopicError::new(
+            ErrorCode::InvalidPartitions,
+            "Number of partitions was set to an invalid non-positive value.",
+        )),
+        n => Ok(n),
+    }
+}
+
+fn already_exists(name: &str) -> TopicError {
+    TopicError::new(
+        ErrorCode::TopicAlreadyExists,
+        format!("Topic '{name}' already exists."),
+    )
 }
 
 fn unknown_topic(name: &str) -> TopicError {
@@ -299,4 +424,51 @@ fn unknown_topic(name: &str) -> TopicError {
 
 fn shutting_down() -> TopicError {
     TopicError::new(ErrorCode::UnknownServerError, "broker is shutting down")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(
+        num_partitions: i32,
+        replication_factor: i16,
+        assignments: Vec<(i32, Vec<i32>)>,
+    ) -> NewTopic {
+        NewTopic {
+            name: "t".into(),
+            num_partitions,
+            replication_factor,
+            assignments,
+            configs: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn any_positive_replication_factor_and_registered_assignments_are_accepted() {
+        assert_eq!(partition_count(&topic(3, 3, vec![]), 1, &[0]), Ok(3));
+        assert_eq!(partition_count(&topic(-1, -1, vec![]), 4, &[0]), Ok(4));
+        assert_eq!(
+            partition_count(&topic(-1, -1, vec![(0, vec![0]), (1, vec![0])]), 1, &[0]),
+            Ok(2)
+        );
+        let code = |t: NewTopic| partition_count(&t, 1, &[0]).map_err(|e| e.code);
+        assert_eq!(
+            code(topic(1, 0, vec![])),
+            Err(ErrorCode::InvalidReplicationFactor)
+        );
+        assert_eq!(
+            code(topic(1, -2, vec![])),
+            Err(ErrorCode::InvalidReplicationFactor)
+        );
+        assert_eq!(code(topic(0, 1, vec![])), Err(ErrorCode::InvalidPartitions));
+        assert_eq!(
+            code(topic(1, -1, vec![(0, vec![0])])),
+            Err(ErrorCode::InvalidRequest)
+        );
+        assert_eq!(
+            code(topic(-1, -1, vec![(0, vec![5])])),
+            Err(ErrorCode::InvalidReplicaAssignment)
+        );
+    }
 }

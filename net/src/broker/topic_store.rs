@@ -1,17 +1,22 @@
 //! `__cluster/topics.json`: the topics of a standalone broker.
 //!
 //! JSON: `{"version": 1, "cluster_id": "...", "topics": [{"name": "...", "id": "<32 hex>",
-//! "partitions": N, "configs": {"retention.ms": "..."}}]}`. Replaced atomically (temporary
+//! "partitions": N, "configs": {"retention.ms": "..."}}], "group_configs": {"<group>":
+//! {"consumer.session.timeout.ms": "..."}}}`. `group_configs` (the GROUP config overrides) is
+//! left out while empty, and a file without it reads as no overrides, so files written before
+//! it existed read unchanged. Replaced atomically (temporary
 //! file, fsync, rename, directory fsync) on every topic change, before the change is
 //! published to the shards or acknowledged to the client. A file that does not parse stops
 //! the broker at start-up rather than silently forgetting topics.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use kaas_engine::Storage;
 use serde::{Deserialize, Serialize};
 
 use crate::broker::cluster_view::TopicInfo;
+use crate::broker::group_configs::GroupConfigOverrides;
 use crate::broker::topic_config::{TopicConfig, TopicDefaults};
 use crate::protocol::Uuid;
 
@@ -27,6 +32,9 @@ pub struct TopicsFile {
     pub cluster_id: String,
     /// Every topic.
     pub topics: Vec<TopicRecord>,
+    /// Config overrides of consumer groups, by group id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub group_configs: BTreeMap<String, GroupConfigOverrides>,
 }
 
 /// One topic in the file.
@@ -106,6 +114,7 @@ pub async fn load(storage: &Storage) -> Result<TopicsFile, TopicStoreError> {
             version: 1,
             cluster_id: new_cluster_id(),
             topics: Vec::new(),
+            group_configs: BTreeMap::new(),
         }),
     }
 }
@@ -158,10 +167,21 @@ mod tests {
                 partitions: 3,
                 configs: TopicConfig::from_pairs([("retention.ms", Some("1000"))]).expect("valid"),
             }],
+            group_configs: BTreeMap::new(),
         };
         let json = serde_json::to_vec(&file).expect("encode");
         let back: TopicsFile = serde_json::from_slice(&json).expect("decode");
         assert_eq!(back, file);
         assert_eq!(file.cluster_id.len(), 22);
+    }
+
+    #[test]
+    fn a_file_without_group_configs_still_reads() {
+        let old = br#"{"version":1,"cluster_id":"abc","topics":[{"name":"t","id":"0123456789abcdef0123456789abcdef","partitions":1,"configs":{"cleanup.policy":"delete"}}]}"#;
+        let file: TopicsFile = serde_json::from_slice(old).expect("decode");
+        assert!(file.group_configs.is_empty());
+        assert_eq!(file.topics[0].configs.get("cleanup.policy"), Some("delete"));
+        let again = serde_json::to_string(&file).expect("encode");
+        assert!(!again.contains("group_configs"), "{again}");
     }
 }

@@ -21,7 +21,7 @@ use kaas_engine::Storage;
 use crate::broker::cluster_view::{ClusterView, ViewHandle};
 use crate::groups::clock::{monotonic_ms, wall_ms};
 use crate::groups::config::GroupConfig;
-use crate::groups::consumer_group::TopicSnapshot;
+use crate::groups::consumer_group::{ConsumerGroupConfig, TopicSnapshot};
 use crate::groups::group::{topic_snapshot, Group, GroupState};
 use crate::groups::offset_retention::expired_offsets;
 use crate::groups::placement::coordinator_shard;
@@ -94,6 +94,16 @@ impl GroupCoordinator {
                 topics
             }
         }
+    }
+
+    /// Settings of the KIP-848 group `group_id`: the broker's, with the group's own configs
+    /// (IncrementalAlterConfigs on a GROUP resource) over them.
+    pub fn consumer_config(&self, group_id: &str) -> ConsumerGroupConfig {
+        let mut config = self.config.consumer();
+        if let Some(overrides) = self.view.load().group_configs.get(group_id) {
+            overrides.apply_to(&mut config);
+        }
+        config
     }
 
     /// Whether this shard coordinates `group_id`.
@@ -265,7 +275,6 @@ impl GroupCoordinator {
 
     /// Runs every group's deadlines, and the offset retention check when it is due.
     pub async fn tick(&self, now_ms: i64) {
-        let consumer_config = self.config.consumer();
         let mut topics = None;
         for group in self.groups() {
             let due = {
@@ -282,7 +291,7 @@ impl GroupCoordinator {
                         let due = consumer.next_deadline().is_some_and(|at| at <= now_ms);
                         if due {
                             let topics = topics.get_or_insert_with(|| self.topics());
-                            if consumer.expire(topics, &consumer_config, now_ms) {
+                            if consumer.expire(topics, &self.consumer_config(&group.id), now_ms) {
                                 group.mark_consumer_changed();
                             }
                         }

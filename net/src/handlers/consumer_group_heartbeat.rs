@@ -74,7 +74,7 @@ async fn heartbeat_on_coordinator(
     .map_err(|error| (error, format!("Group {group_id} not found.")))?;
     let _busy = group.busy();
     let topics = shard.groups.topics();
-    let config = shard.groups.config.consumer();
+    let config = shard.groups.consumer_config(group_id);
     let result = match group
         .state
         .borrow_mut()

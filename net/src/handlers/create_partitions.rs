@@ -1,4 +1,5 @@
-//! CreatePartitions (key 37): raise a topic's partition count.
+//! CreatePartitions (key 37): raise a topic's partition count (a manual assignment of the new
+//! partitions is accepted when it names registered brokers; see `replica_assignment`).
 
 use std::rc::Rc;
 
@@ -7,7 +8,6 @@ use crate::handlers::{admin, with_topic_admin};
 use crate::protocol::messages::create_partitions::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopicResult,
 };
-use crate::protocol::ErrorCode;
 
 /// Answers CreatePartitions.
 pub async fn handle(
@@ -20,16 +20,13 @@ pub async fn handle(
             name: topic.name.clone(),
             ..Default::default()
         };
-        if topic.assignments.as_ref().is_some_and(|a| !a.is_empty()) {
-            result.error_code = ErrorCode::InvalidReplicaAssignment.code();
-            result.error_message = Some("Manual replica assignments are not supported.".into());
-            results.push(result);
-            continue;
-        }
         let (name, count, validate_only) = (topic.name, topic.count, request.validate_only);
+        let assignments = topic
+            .assignments
+            .map(|list| list.into_iter().map(|a| a.broker_ids).collect());
         let outcome = with_topic_admin(shard, move |admin_shard| async move {
             admin(&admin_shard)
-                .add_partitions(&admin_shard, &name, count, validate_only)
+                .add_partitions(&admin_shard, &name, count, assignments, validate_only)
                 .await
         })
         .await;

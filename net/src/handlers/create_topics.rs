@@ -3,17 +3,18 @@
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
-use crate::broker::topic_config::{ConfigKey, TopicConfig, SETTABLE_KEYS};
+use crate::broker::topic_admin::NewTopic;
+use crate::broker::topic_config::{TopicConfig, TOPIC_CONFIGS};
+use crate::handlers::describe_configs::origin_source;
 use crate::handlers::{admin, with_topic_admin};
 use crate::protocol::messages::create_topics::{
     CreatableTopicConfigs, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse,
 };
 use crate::protocol::ErrorCode;
 
-/// Kafka's config source codes (DescribeConfigs and CreateTopics v5+).
-pub const SOURCE_TOPIC: i8 = 1;
-/// Default config source.
-pub const SOURCE_DEFAULT: i8 = 5;
+/// The replication factor kaas reports: the leader is the only replica it keeps (durability
+/// is the shared volume's), whatever factor was asked for.
+const KEPT_REPLICATION_FACTOR: i16 = 1;
 
 /// Answers CreateTopics.
 pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTopicsResponse {
@@ -33,52 +34,25 @@ pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTo
             results.push(result);
             continue;
         }
-        let partitions = if topic.num_partitions == -1 {
-            shard.config.default_partitions
-        } else {
-            topic.num_partitions
-        };
-        let refused = if !topic.assignments.is_empty() {
-            Some((
-                ErrorCode::InvalidRequest,
-                "Manual replica assignments are not supported.".to_string(),
-            ))
-        } else if !matches!(topic.replication_factor, -1 | 1) {
-            Some((
-                ErrorCode::InvalidReplicationFactor,
-                format!(
-                    "Replication factor must be 1 (or -1 for the default); got {}.",
-                    topic.replication_factor
-                ),
-            ))
-        } else {
-            None
-        };
-        if let Some((code, message)) = refused {
-            result.error_code = code.code();
-            result.error_message = Some(message);
-            results.push(result);
-            continue;
-        }
-        let config = match TopicConfig::from_pairs(
-            topic
+        let new_topic = NewTopic {
+            name: topic.name,
+            num_partitions: topic.num_partitions,
+            replication_factor: topic.replication_factor,
+            assignments: topic
+                .assignments
+                .into_iter()
+                .map(|a| (a.partition_index, a.broker_ids))
+                .collect(),
+            configs: topic
                 .configs
-                .iter()
-                .map(|c| (c.name.as_str(), c.value.as_deref())),
-        ) {
-            Ok(config) => config,
-            Err(error) => {
-                result.error_code = ErrorCode::InvalidConfig.code();
-                result.error_message = Some(error.0);
-                results.push(result);
-                continue;
-            }
+                .into_iter()
+                .map(|c| (c.name, c.value))
+                .collect(),
         };
-        let name = topic.name.clone();
         let validate_only = request.validate_only;
         let created = with_topic_admin(shard, move |admin_shard| async move {
             admin(&admin_shard)
-                .create(&admin_shard, &name, partitions, config, validate_only)
+                .create_topic(&admin_shard, new_topic, validate_only)
                 .await
         })
         .await;
@@ -86,13 +60,8 @@ pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTo
             Ok(info) => {
                 result.topic_id = info.id;
                 result.num_partitions = info.partitions;
-                result.replication_factor = 1;
-                result.configs = Some(
-                    SETTABLE_KEYS
-                        .iter()
-                        .map(|key| describe(*key, &info.config, shard))
-                        .collect(),
-                );
+                result.replication_factor = KEPT_REPLICATION_FACTOR;
+                result.configs = Some(describe(&info.config, shard));
             }
             Err(error) => {
                 result.error_code = error.code.code();
@@ -107,16 +76,18 @@ pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTo
     }
 }
 
-fn describe(key: ConfigKey, config: &TopicConfig, shard: &Shard) -> CreatableTopicConfigs {
-    CreatableTopicConfigs {
-        name: key.name().to_string(),
-        value: Some(config.value(key, &shard.config.topic_defaults)),
-        read_only: false,
-        config_source: if config.get(key).is_some() {
-            SOURCE_TOPIC
-        } else {
-            SOURCE_DEFAULT
-        },
-        is_sensitive: false,
-    }
+fn describe(config: &TopicConfig, shard: &Shard) -> Vec<CreatableTopicConfigs> {
+    TOPIC_CONFIGS
+        .iter()
+        .map(|spec| {
+            let (value, origin) = config.effective(spec, &shard.config.topic_defaults);
+            CreatableTopicConfigs {
+                name: spec.name.to_string(),
+                value: Some(value),
+                read_only: false,
+                config_source: origin_source(origin),
+                is_sensitive: false,
+            }
+        })
+        .collect()
 }

@@ -1,21 +1,20 @@
-//! IncrementalAlterConfigs (key 44): set, delete, append to or subtract from topic configs.
+//! IncrementalAlterConfigs (key 44): set, delete, append to or subtract from topic and group
+//! configs; broker settings are refused as read-only.
 
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
-use crate::broker::topic_config::{ConfigKey, InvalidConfig, TopicConfig};
-use crate::handlers::describe_configs::{RESOURCE_BROKER, RESOURCE_TOPIC};
+use crate::handlers::config_changes::{
+    apply_incremental, broker_refusal, GroupOverrides, TopicOverrides,
+};
+use crate::handlers::describe_configs::{
+    unnamed_group, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC,
+};
 use crate::handlers::{admin, with_topic_admin};
 use crate::protocol::messages::incremental_alter_configs::{
-    AlterConfigsResourceResponse, AlterableConfig, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
+    AlterConfigsResourceResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use crate::protocol::ErrorCode;
-
-const SET: i8 = 0;
-const DELETE: i8 = 1;
-const APPEND: i8 = 2;
-const SUBTRACT: i8 = 3;
 
 /// Answers IncrementalAlterConfigs.
 pub async fn handle(
@@ -29,28 +28,57 @@ pub async fn handle(
             resource_name: resource.resource_name.clone(),
             ..Default::default()
         };
+        let name = resource.resource_name;
+        let operations: Vec<(String, i8, Option<String>)> = resource
+            .configs
+            .into_iter()
+            .map(|c| (c.name, c.config_operation, c.value))
+            .collect();
+        let validate_only = request.validate_only;
         let outcome = match resource.resource_type {
-            RESOURCE_TOPIC => {
-                let name = resource.resource_name.clone();
-                let operations = resource.configs;
-                let validate_only = request.validate_only;
-                with_topic_admin(shard, move |admin_shard| async move {
-                    admin(&admin_shard)
-                        .alter_configs(
-                            &admin_shard,
-                            &name,
-                            |config| apply(config, &operations),
-                            validate_only,
-                        )
-                        .await
-                })
-                .await
-                .map_err(|e| (e.code, e.message))
+            RESOURCE_TOPIC => with_topic_admin(shard, move |admin_shard| async move {
+                let defaults = admin_shard.config.topic_defaults.clone();
+                admin(&admin_shard)
+                    .alter_configs(
+                        &admin_shard,
+                        &name,
+                        |config| {
+                            let mut target = TopicOverrides {
+                                config,
+                                defaults: &defaults,
+                            };
+                            apply_incremental(&mut target, &borrowed(&operations))
+                        },
+                        validate_only,
+                    )
+                    .await
+            })
+            .await
+            .map_err(|e| (e.code, e.message)),
+            RESOURCE_GROUP if name.is_empty() => Err(unnamed_group()),
+            RESOURCE_GROUP => with_topic_admin(shard, move |admin_shard| async move {
+                let broker = admin_shard.config.groups.clone();
+                admin(&admin_shard)
+                    .alter_group_configs(
+                        &admin_shard,
+                        &name,
+                        |config| {
+                            let mut target = GroupOverrides {
+                                config,
+                                broker: &broker,
+                            };
+                            apply_incremental(&mut target, &borrowed(&operations))
+                        },
+                        validate_only,
+                    )
+                    .await
+            })
+            .await
+            .map_err(|e| (e.code, e.message)),
+            RESOURCE_BROKER => {
+                let names: Vec<&str> = operations.iter().map(|(n, _, _)| n.as_str()).collect();
+                Err(broker_refusal(&names))
             }
-            RESOURCE_BROKER => Err((
-                ErrorCode::InvalidConfig,
-                "Broker configs are set at start-up and cannot be altered.".to_string(),
-            )),
             other => Err((
                 ErrorCode::InvalidRequest,
                 format!("Unsupported resource type {other}"),
@@ -68,100 +96,9 @@ pub async fn handle(
     }
 }
 
-/// Applies every operation, or none when one is invalid.
-fn apply(config: &mut TopicConfig, operations: &[AlterableConfig]) -> Result<(), InvalidConfig> {
-    let mut next = config.clone();
-    let mut seen = std::collections::HashSet::new();
-    for operation in operations {
-        if !seen.insert(operation.name.as_str()) {
-            return Err(InvalidConfig(format!(
-                "Duplicate configuration {} in the request",
-                operation.name
-            )));
-        }
-        let key = ConfigKey::from_name(&operation.name).ok_or_else(|| {
-            InvalidConfig(format!("Unknown topic config name: {}", operation.name))
-        })?;
-        match operation.config_operation {
-            SET => {
-                let value = operation.value.as_deref().ok_or_else(|| {
-                    InvalidConfig(format!("Null value not supported for {}", operation.name))
-                })?;
-                next.set(&operation.name, value)?;
-            }
-            DELETE => next.delete(&operation.name)?,
-            APPEND | SUBTRACT if key.type_code() == 7 => {
-                let defaults = Default::default();
-                let mut items: Vec<String> = next
-                    .value(key, &defaults)
-                    .split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty())
-                    .collect();
-                for value in operation
-                    .value
-                    .as_deref()
-                    .unwrap_or("")
-                    .split(',')
-                    .map(str::trim)
-                {
-                    if operation.config_operation == APPEND {
-                        if !value.is_empty() && !items.iter().any(|i| i == value) {
-                            items.push(value.to_string());
-                        }
-                    } else {
-                        items.retain(|i| i != value);
-                    }
-                }
-                next.set(&operation.name, &items.join(","))?;
-            }
-            APPEND | SUBTRACT => {
-                return Err(InvalidConfig(format!(
-                    "Config {} is not a list: APPEND and SUBTRACT do not apply",
-                    operation.name
-                )))
-            }
-            other => return Err(InvalidConfig(format!("Unknown config operation {other}"))),
-        }
-    }
-    *config = next;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn op(name: &str, operation: i8, value: Option<&str>) -> AlterableConfig {
-        AlterableConfig {
-            name: name.into(),
-            config_operation: operation,
-            value: value.map(str::to_string),
-        }
-    }
-
-    #[test]
-    fn operations_apply_all_or_nothing() {
-        let mut config = TopicConfig::default();
-        apply(&mut config, &[op("retention.ms", SET, Some("5000"))]).expect("valid");
-        assert_eq!(config.get(ConfigKey::RetentionMs), Some("5000"));
-        let refused = apply(
-            &mut config,
-            &[
-                op("retention.bytes", SET, Some("10")),
-                op("segment.bytes", SET, Some("x")),
-            ],
-        );
-        assert!(refused.is_err());
-        assert_eq!(config.get(ConfigKey::RetentionBytes), None);
-        apply(&mut config, &[op("retention.ms", DELETE, None)]).expect("valid");
-        assert_eq!(config.get(ConfigKey::RetentionMs), None);
-        assert!(apply(&mut config, &[op("retention.ms", APPEND, Some("1"))]).is_err());
-        assert!(apply(
-            &mut config,
-            &[op("cleanup.policy", APPEND, Some("compact"))]
-        )
-        .is_err());
-        apply(&mut config, &[op("cleanup.policy", APPEND, Some("delete"))]).expect("no change");
-    }
+fn borrowed(operations: &[(String, i8, Option<String>)]) -> Vec<(&str, i8, Option<&str>)> {
+    operations
+        .iter()
+        .map(|(name, operation, value)| (name.as_str(), *operation, value.as_deref()))
+        .collect()
 }

@@ -6,8 +6,10 @@
 //! coordinator shard ([`group_hop`]).
 
 pub mod acl_requests;
+pub mod alter_configs;
 pub mod api_versions;
 pub mod authorized_operations;
+pub mod config_changes;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 pub mod create_acls;

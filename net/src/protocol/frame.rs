@@ -347,6 +347,7 @@ apis! {
         describe_configs::DescribeConfigsResponse;
     CreatePartitions => create_partitions::CreatePartitionsRequest,
         create_partitions::CreatePartitionsResponse;
+    AlterConfigs => alter_configs::AlterConfigsRequest, alter_configs::AlterConfigsResponse;
     IncrementalAlterConfigs => incremental_alter_configs::IncrementalAlterConfigsRequest,
         incremental_alter_configs::IncrementalAlterConfigsResponse;
     DescribeCluster => describe_cluster::DescribeClusterRequest,

@@ -21,6 +21,7 @@ import threading
 import time
 import traceback
 import uuid
+import warnings
 
 import confluent_kafka
 from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaError,
@@ -650,8 +651,10 @@ def errors(ctx):
                  KafkaError.INVALID_PARTITIONS, "create_partitions shrinking 3 -> 2")
     expect_error(admin.create_partitions([NewPartitions(topic, 3)], request_timeout=OP_TIMEOUT)[topic],
                  KafkaError.INVALID_PARTITIONS, "create_partitions to the current count")
-    expect_error(create(NewTopic(unique_topic("errors-rf"), 1, 3)), KafkaError.INVALID_REPLICATION_FACTOR,
-                 "create_topics with replication factor 3")
+    # Kafka refuses a factor above the broker count; kaas keeps no replicas and accepts any positive
+    # factor, so only a non-positive one is checked here.
+    expect_error(create(NewTopic(unique_topic("errors-rf"), 1, 0)), KafkaError.INVALID_REPLICATION_FACTOR,
+                 "create_topics with replication factor 0")
     expect_error(create(NewTopic(f"bad/name-{uuid.uuid4().hex[:6]}", 1, 1)), KafkaError.TOPIC_EXCEPTION,
                  "create_topics with '/' in the name")
     expect_error(create(NewTopic(unique_topic("errors-cfg"), 1, 1, config={"retention.ms": "forever"})),
@@ -1157,6 +1160,69 @@ def group_resubscribe(ctx):
     finally:
         c.close()
 
+# ---- Legacy AlterConfigs (API key 33): whole-resource replacement ------------------------------
+
+
+def legacy_alter(admin, restype, name, configs, validate_only=False):
+    """AlterConfigs (key 33, which librdkafka's deprecated alter_configs sends) for one resource."""
+    res = ConfigResource(restype, name, set_config=configs)
+    return admin.alter_configs([res], request_timeout=OP_TIMEOUT, validate_only=validate_only)[res]
+
+
+def overrides(admin, topic):
+    return {k: e.value for k, e in config_map(admin, topic).items()
+            if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+
+
+def legacy_alter_configs(ctx):
+    """AlterConfigs replaces a topic's overrides whole (configs not named go back to their
+    defaults), validate_only changes nothing, an invalid value or unknown name is INVALID_CONFIG
+    and changes nothing, a missing topic is UNKNOWN_TOPIC_OR_PARTITION, a read-only broker
+    setting is INVALID_REQUEST."""
+    warnings.simplefilter("ignore", DeprecationWarning)
+    admin = ctx.admin()
+    topic = unique_topic("legacy-alter")
+    for f in admin.create_topics([NewTopic(topic, 1, 1, config={"retention.ms": "3600000", "segment.ms": "7000000"})],
+                                 request_timeout=OP_TIMEOUT).values():
+        result(f, "create_topics")
+
+    def created():
+        try:
+            return overrides(admin, topic).get("retention.ms") == "3600000"
+        except Failure:  # Kafka may answer UNKNOWN_TOPIC_OR_PARTITION until the topic propagates
+            return False
+    wait_until("topic configs to be visible", 15, created)
+
+    result(legacy_alter(admin, "TOPIC", topic, {"segment.ms": "50000", "cleanup.policy": "compact"}), "alter_configs")
+    check_eq({"segment.ms": "50000", "cleanup.policy": "compact"}, overrides(admin, topic),
+             "overrides after alter_configs (retention.ms not named, so reset)")
+
+    result(legacy_alter(admin, "TOPIC", topic, {"retention.ms": "7"}, validate_only=True), "alter_configs validate_only")
+    check_eq({"segment.ms": "50000", "cleanup.policy": "compact"}, overrides(admin, topic),
+             "overrides after a validate_only alter_configs")
+
+    err = expect_error(legacy_alter(admin, "TOPIC", topic, {"segment.ms": "0"}), KafkaError.INVALID_CONFIG,
+                       "alter_configs segment.ms=0")
+    check_eq("Invalid value 0 for configuration segment.ms: Value must be at least 1", err.str(), "message")
+    err = expect_error(legacy_alter(admin, "TOPIC", topic, {"no.such": "1"}), KafkaError.INVALID_CONFIG,
+                       "alter_configs no.such")
+    check_eq("Unknown topic config name: no.such", err.str(), "message")
+    check_eq({"segment.ms": "50000", "cleanup.policy": "compact"}, overrides(admin, topic),
+             "overrides after refused alter_configs")
+
+    expect_error(legacy_alter(admin, "TOPIC", topic + "-missing", {"segment.ms": "50000"}),
+                 KafkaError.UNKNOWN_TOPIC_OR_PART, "alter_configs of a missing topic")
+
+    node = result(admin.describe_cluster(request_timeout=OP_TIMEOUT), "describe_cluster").nodes[0]
+    err = expect_error(legacy_alter(admin, "BROKER", str(node.id), {"num.partitions": "3"}, validate_only=True),
+                       KafkaError.INVALID_REQUEST, "alter_configs of num.partitions")
+    check_eq("Cannot update these configs dynamically: [num.partitions]", err.str(), "message")
+
+    result(legacy_alter(admin, "TOPIC", topic, {}), "alter_configs with no configs")
+    check_eq({}, overrides(admin, topic), "overrides after alter_configs with no configs")
+    for f in admin.delete_topics([topic], request_timeout=OP_TIMEOUT).values():
+        result(f, "delete_topics")
+
 
 SCENARIOS = {
     "produce-consume": produce_consume,
@@ -1165,6 +1231,7 @@ SCENARIOS = {
     "idempotence": idempotence,
     "auto-create": auto_create,
     "admin": admin_ops,
+    "legacy-alter-configs": legacy_alter_configs,
     "list-offsets": list_offsets,
     "delete-records": delete_records,
     "errors": errors,

@@ -41,6 +41,9 @@ public final class Scenarios {
         SCENARIOS.put("auto-create", ProduceConsume::autoCreate);
         SCENARIOS.put("seek-epoch", ProduceConsume::seekWithLeaderEpoch);
         SCENARIOS.put("admin", AdminOps::topicsAndConfigs);
+        SCENARIOS.put("topic-configs", TopicConfigs::topicConfigs);
+        SCENARIOS.put("group-configs", TopicConfigs::groupConfigs);
+        SCENARIOS.put("replica-assignment", TopicConfigs::replicaAssignment);
         SCENARIOS.put("list-offsets", AdminOps::listOffsets);
         SCENARIOS.put("delete-records", AdminOps::deleteRecords);
         SCENARIOS.put("errors", Errors::errors);

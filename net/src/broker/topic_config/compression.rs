@@ -1,0 +1,46 @@
+//! A topic's `compression.type` and codec levels, parsed for the produce path (which
+//! recompresses batches whose codec differs from the topic's).
+
+/// A topic's `compression.type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompressionType {
+    /// Keep whatever codec the producer used (Kafka's default).
+    Producer,
+    /// Store batches uncompressed.
+    Uncompressed,
+    /// gzip.
+    Gzip,
+    /// Snappy.
+    Snappy,
+    /// LZ4.
+    Lz4,
+    /// Zstandard.
+    Zstd,
+}
+
+impl CompressionType {
+    /// Parses a stored (validated) `compression.type`; anything else is `Producer`.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "uncompressed" => CompressionType::Uncompressed,
+            "gzip" => CompressionType::Gzip,
+            "snappy" => CompressionType::Snappy,
+            "lz4" => CompressionType::Lz4,
+            "zstd" => CompressionType::Zstd,
+            _ => CompressionType::Producer,
+        }
+    }
+}
+
+/// What a topic's compression configs say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TopicCompression {
+    /// `compression.type`.
+    pub codec: CompressionType,
+    /// `compression.gzip.level`: 1–9, or -1 for zlib's default.
+    pub gzip_level: i32,
+    /// `compression.lz4.level`: 1–17.
+    pub lz4_level: i32,
+    /// `compression.zstd.level`: -131072–22.
+    pub zstd_level: i32,
+}
