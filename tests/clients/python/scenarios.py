@@ -1224,6 +1224,131 @@ def legacy_alter_configs(ctx):
         result(f, "delete_topics")
 
 
+# ---- group: KIP-848 members churn their subscriptions and close mid-reconciliation ----------
+
+CHURN_CLOSE_LIMIT = 15.0   # seconds a close may take (a heartbeat round trip and the callbacks)
+CHURN_SETTLE_LIMIT = 30.0  # seconds for the staying members to own everything afterwards
+
+
+class ChurnMember:
+    """A group.protocol=consumer member on its own thread whose rebalance callbacks take their
+    time; it walks through `subscriptions` (one every `every` seconds) and closes after the last
+    one, or polls until stopped when `every` is 0."""
+
+    def __init__(self, name, conf, subscriptions, every, callback_sleep):
+        self.name, self.conf, self.subscriptions = name, conf, subscriptions
+        self.every, self.callback_sleep = every, callback_sleep
+        self.owned, self.log, self.error, self.close_secs = set(), [], None, None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def _on_assign(self, consumer, parts):
+        self.log.append(f"assigned {[(p.topic, p.partition) for p in parts]}")
+        self.owned |= {(p.topic, p.partition) for p in parts}
+        if parts:
+            time.sleep(self.callback_sleep / 2)
+
+    def _on_revoke(self, consumer, parts):
+        self.log.append(f"revoked {[(p.topic, p.partition) for p in parts]}")
+        self.owned -= {(p.topic, p.partition) for p in parts}
+        if parts:
+            time.sleep(self.callback_sleep)
+
+    def _on_lost(self, consumer, parts):
+        self.log.append(f"lost {[(p.topic, p.partition) for p in parts]}")
+        self.owned -= {(p.topic, p.partition) for p in parts}
+
+    def _run(self):
+        c = Consumer(self.conf)
+        try:
+            nxt, change_at = 0, 0.0
+            while not self.stop.is_set():
+                now = time.monotonic()
+                if nxt < len(self.subscriptions) and now >= change_at:
+                    self.log.append(f"subscribe {self.subscriptions[nxt]}")
+                    c.subscribe(self.subscriptions[nxt], on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_lost)
+                    nxt, change_at = nxt + 1, now + self.every
+                elif nxt == len(self.subscriptions) and self.every > 0 and now >= change_at:
+                    break
+                c.poll(0.05)
+        except Exception as e:  # reported by wait_closed
+            self.error = e
+        finally:
+            t0 = time.monotonic()
+            try:
+                c.close()
+            except Exception as e:
+                self.error = self.error or e
+            self.close_secs = time.monotonic() - t0
+            self.log.append(f"closed after {self.close_secs:.2f} s")
+
+    def wait_closed(self, limit):
+        self.thread.join(limit)
+        check(not self.thread.is_alive(), "member %s did not finish within %s s; log: %s", self.name, limit, self.log)
+        check(self.error is None, "member %s failed: %s; log: %s", self.name, self.error, self.log)
+        check(self.close_secs is not None and self.close_secs < CHURN_CLOSE_LIMIT,
+              "member %s took %s s to close; log: %s", self.name, self.close_secs, self.log)
+
+
+def group_kip848_churn(ctx):
+    """KIP-848 (group.protocol=consumer): two members stay subscribed to three topics while five
+    others, with rebalance callbacks that sleep, change their subscriptions several times and
+    close right after their last change, in the middle of a reconciliation. Every close returns
+    promptly, the two stayers then own every partition of a Stable group, and the group is Empty
+    once they close too."""
+    rnd = ctx.rnd("group-kip848-churn")
+    admin = ctx.admin()
+    base = unique_topic("kip848-churn")
+    topics = [f"{base}-{x}" for x in "abc"]
+    for t in topics:
+        create_topic(ctx, admin, t, 4)
+    group = unique_group("kip848-churn")
+    conf = {"bootstrap.servers": ctx.bootstrap, "client.id": "kaas-py-churn", "group.id": group,
+            "group.protocol": "consumer", "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+    everything = {(t, p) for t in topics for p in range(4)}
+    stayers = [ChurnMember(f"stay-{i}", conf, [topics], 0, 0.1).start() for i in (1, 2)]
+    churners = []
+    try:
+        for i in range(5):
+            subs = []
+            for _ in range(3 + rnd.randrange(3)):
+                sub = [t for t in topics if rnd.random() < 0.5] or [rnd.choice(topics)]
+                subs.append(sub)
+            churners.append(ChurnMember(f"churn-{i}", conf, subs, 0.3 + rnd.random() * 0.9,
+                                        0.05 + rnd.random() * 0.3).start())
+            time.sleep(0.15 + rnd.random() * 0.4)
+        for m in churners:
+            m.wait_closed(40)
+        last = {}
+
+        def settled():
+            d = describe_group(admin, group)
+            described = {(tp.topic, tp.partition) for md in d.members for tp in md.assignment.topic_partitions}
+            owned = set().union(*(m.owned for m in stayers))
+            last["now"] = f"{d.state}, {len(d.members)} members, described {len(described)}, stayers own {len(owned)}"
+            return (d.state == confluent_kafka.ConsumerGroupState.STABLE and len(d.members) == 2
+                    and described == everything and owned == everything)
+        try:
+            wait_until("the two staying members to own every partition", CHURN_SETTLE_LIMIT, settled, 0.2)
+        except Failure as e:
+            raise Failure(f"{e}; last: {last.get('now')}; stayer logs: {[m.log[-6:] for m in stayers]}")
+        for m in stayers:
+            m.stop.set()
+        for m in stayers:
+            m.wait_closed(20)
+        wait_until("the group to be empty", 15,
+                   lambda: describe_group(admin, group).state == confluent_kafka.ConsumerGroupState.EMPTY, 0.2)
+        print(f"  slowest close {max(m.close_secs for m in stayers + churners):.2f} s", flush=True)
+    finally:
+        for m in stayers + churners:
+            m.stop.set()
+
+
 SCENARIOS = {
     "produce-consume": produce_consume,
     "fetch-limits": fetch_limits,
@@ -1237,6 +1362,7 @@ SCENARIOS = {
     "errors": errors,
     "group-rebalance": group_rebalance,
     "group-resubscribe": group_resubscribe,
+    "group-kip848-churn": group_kip848_churn,
 }
 
 

@@ -449,6 +449,7 @@ impl ConsumerGroup {
                         .get(&(topic, partition))
                         .is_some_and(|owner| *owner != member_id.as_str())
                 },
+                subscription_changed,
             };
             reconcile(&updated, &input)
         };

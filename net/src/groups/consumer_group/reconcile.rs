@@ -22,6 +22,10 @@ pub struct ReconcileInput<'a, F: Fn(Uuid, i32) -> bool> {
     pub owned: Option<&'a Assignment>,
     /// Whether a partition is owned by another member.
     pub owned_by_other: F,
+    /// The member's subscription changed in this heartbeat: partitions of topics it no longer
+    /// subscribes to are revoked even while it cannot move on yet (Kafka's
+    /// `enforceSubscriptionConsistency`).
+    pub subscription_changed: bool,
 }
 
 /// The member's next state, or an unchanged copy when it cannot progress yet.
@@ -29,13 +33,53 @@ pub fn reconcile<F: Fn(Uuid, i32) -> bool>(
     member: &Member,
     input: &ReconcileInput<'_, F>,
 ) -> Member {
-    match member.state {
-        MemberState::Stable if member.member_epoch == input.target_epoch => member.clone(),
-        MemberState::UnrevokedPartitions if owns_any(input.owned, &member.pending_revocation) => {
-            member.clone()
-        }
-        _ => compute_next(member, input),
+    let cannot_move_on = match member.state {
+        MemberState::Stable => member.member_epoch == input.target_epoch,
+        MemberState::UnrevokedPartitions => owns_any(input.owned, &member.pending_revocation),
+        MemberState::UnreleasedPartitions => false,
+    };
+    if !cannot_move_on {
+        compute_next(member, input)
+    } else if input.subscription_changed {
+        drop_unsubscribed(member, input)
+    } else {
+        member.clone()
     }
+}
+
+/// Kafka's `updateCurrentAssignment`: the member stays at its epoch, and its partitions of
+/// topics it no longer subscribes to join those pending revocation at once, so that a member
+/// that changes its subscription while it is still revoking hears about all of it in one
+/// answer instead of after the revocation under way.
+fn drop_unsubscribed<F: Fn(Uuid, i32) -> bool>(
+    member: &Member,
+    input: &ReconcileInput<'_, F>,
+) -> Member {
+    let mut next = member.clone();
+    let unsubscribed: Vec<Uuid> = member
+        .assigned
+        .keys()
+        .filter(|topic| !input.subscribed_topic_ids.contains(topic))
+        .copied()
+        .collect();
+    if unsubscribed.is_empty() {
+        return next;
+    }
+    for topic in unsubscribed {
+        if let Some(partitions) = next.assigned.remove(&topic) {
+            next.pending_revocation
+                .entry(topic)
+                .or_default()
+                .extend(partitions);
+        }
+    }
+    if owns_any(input.owned, &next.pending_revocation) {
+        next.state = MemberState::UnrevokedPartitions;
+    } else {
+        // Already gone from the client: nothing to wait for.
+        next.pending_revocation = Assignment::new();
+    }
+    next
 }
 
 /// Whether the reported owned partitions still hold any of `revoking`; a heartbeat that

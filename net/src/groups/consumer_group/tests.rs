@@ -783,3 +783,76 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_member_that_drops_a_topic_while_revoking_is_told_to_revoke_it_at_once() {
+    let topics = snapshot(&[("t1", 1, 4), ("t2", 2, 2)]);
+    let config = config();
+    let mut group = ConsumerGroup::new("g");
+    let everything = vec![(topic_id(1), vec![0, 1, 2, 3]), (topic_id(2), vec![0, 1])];
+    let a = group.heartbeat(join("a", &["t1", "t2"]), &topics, &config, 0);
+    assert_eq!(a.assignment.as_ref(), Some(&everything));
+    let beat = |epoch: i32, names: Option<Vec<String>>| Heartbeat {
+        member_id: "a".to_owned(),
+        member_epoch: epoch,
+        rebalance_timeout_ms: -1,
+        subscribed_topic_names: names,
+        owned: Some(everything.clone()),
+        client_id: "client".to_owned(),
+        client_host: "/127.0.0.1".to_owned(),
+        api_version: 1,
+        ..Heartbeat::default()
+    };
+    group.heartbeat(beat(a.member_epoch, None), &topics, &config, 10);
+    group.heartbeat(join("b", &["t1", "t2"]), &topics, &config, 20);
+    let revoking = group.heartbeat(beat(a.member_epoch, None), &topics, &config, 30);
+    assert_eq!(
+        revoking.member_epoch, a.member_epoch,
+        "a keeps its epoch while revoking"
+    );
+    assert_eq!(
+        group.member("a").map(|m| m.state),
+        Some(MemberState::UnrevokedPartitions)
+    );
+    // a drops a topic it still has partitions of after the split.
+    let dropped = *group
+        .member("a")
+        .and_then(|m| m.assigned.keys().next())
+        .expect("the split leaves a some partitions");
+    let remaining = if dropped == topic_id(1) { "t2" } else { "t1" };
+
+    // a has not revoked yet (it still reports everything) and now subscribes to one topic.
+    let result = group.heartbeat(
+        beat(a.member_epoch, Some(vec![remaining.to_owned()])),
+        &topics,
+        &config,
+        40,
+    );
+    assert_eq!(result.error, ErrorCode::None);
+    assert_eq!(result.member_epoch, a.member_epoch);
+    let assignment = result
+        .assignment
+        .expect("the shrunk assignment is sent at once");
+    assert!(
+        assignment.iter().all(|(topic, _)| *topic != dropped),
+        "no partition of the dropped topic stays assigned: {assignment:?}"
+    );
+    let member = group.member("a").expect("still a member");
+    assert_eq!(member.state, MemberState::UnrevokedPartitions);
+    assert!(member.pending_revocation.contains_key(&dropped));
+
+    // Once a reports them gone it moves on to the new target without the dropped topic.
+    let next = group.heartbeat(
+        Heartbeat {
+            owned: Some(assignment),
+            ..beat(a.member_epoch, None)
+        },
+        &topics,
+        &config,
+        50,
+    );
+    assert!(next.member_epoch > a.member_epoch);
+    assert!(group
+        .member("a")
+        .is_some_and(|m| !m.assigned.contains_key(&dropped)));
+}

@@ -73,13 +73,18 @@ final class GroupKip848Churn {
         public void run() {
             KafkaConsumer<byte[], byte[]> c = Support.consumer(bootstrap, config);
             Set<TopicPartition> mine = new HashSet<>();
+            AtomicReference<KafkaConsumer<byte[], byte[]>> self = new AtomicReference<>(c);
             ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> parts) {
                     log.add("revoked " + parts);
+                    if (!parts.isEmpty()) {
+                        // What applications do: commit what was processed before letting go.
+                        self.get().commitSync();
+                        Support.sleep(revokeSleepMs);
+                    }
                     mine.removeAll(parts);
                     owned = Set.copyOf(mine);
-                    if (!parts.isEmpty()) Support.sleep(revokeSleepMs);
                 }
 
                 @Override
@@ -100,6 +105,7 @@ final class GroupKip848Churn {
             try {
                 int next = 0;
                 long changeAt = 0;
+                long processed = 0;
                 while (!stop) {
                     long now = System.currentTimeMillis();
                     if (next < subscriptions.size() && now >= changeAt) {
@@ -110,7 +116,7 @@ final class GroupKip848Churn {
                     } else if (next == subscriptions.size() && changeEveryMs > 0 && now >= changeAt) {
                         break; // a churning member closes right after its last change
                     }
-                    c.poll(Duration.ofMillis(50));
+                    processed += c.poll(Duration.ofMillis(50)).count();
                 }
             } catch (Throwable t) {
                 error.compareAndSet(null, t);
@@ -144,6 +150,9 @@ final class GroupKip848Churn {
         List<Member> all = new ArrayList<>();
         try (Admin admin = Support.admin(ctx.bootstrap())) {
             for (String t : topics) Support.createTopic(admin, t, PARTITIONS, null);
+            try (var p = Support.producer(ctx.bootstrap(), Map.of())) {
+                for (String t : topics) Groups.produceN(p, t, PARTITIONS, 400, 0);
+            }
             Map<String, Object> conf = Groups.nextGen(group, "uniform");
             List<Member> stayers = List.of(
                     new Member("stay-1", ctx.bootstrap(), conf, List.of(topics), 0, 100),
