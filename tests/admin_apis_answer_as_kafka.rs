@@ -1,7 +1,8 @@
 //! The cluster-inspection and ACL APIs answer as Apache Kafka 4.4 does for a broker without an
 //! authorizer (each shape checked side by side with Kafka): ACL requests get SECURITY_DISABLED
 //! and a filter naming UNKNOWN closes the connection; DescribeLogDirs reports exactly the bytes
-//! stored per partition; DescribeProducers reports the idempotent producer that wrote them.
+//! stored per partition; DescribeProducers reports the idempotent producer that wrote them;
+//! Metadata and DescribeCluster report every operation as authorized when asked.
 
 mod support;
 
@@ -10,11 +11,15 @@ use kaas_net::protocol::messages::api_versions::ApiVersionsRequest;
 use kaas_net::protocol::messages::create_acls::{AclCreation, CreateAclsRequest};
 use kaas_net::protocol::messages::delete_acls::{DeleteAclsFilter, DeleteAclsRequest};
 use kaas_net::protocol::messages::describe_acls::DescribeAclsRequest;
+use kaas_net::protocol::messages::describe_cluster::DescribeClusterRequest;
 use kaas_net::protocol::messages::describe_log_dirs::{
     DescribableLogDirTopic, DescribeLogDirsRequest, DescribeLogDirsResult,
 };
 use kaas_net::protocol::messages::describe_producers::{
     DescribeProducersRequest, DescribeProducersTopicRequest,
+};
+use kaas_net::protocol::messages::metadata::{
+    MetadataRequest, MetadataRequestTopic, MetadataResponse,
 };
 use kaas_net::protocol::{ErrorCode, Response};
 use support::{Kaas, WireClient};
@@ -215,4 +220,66 @@ fn log_dir_sizes_and_producer_state_follow_what_was_produced() {
         ErrorCode::UnknownTopicOrPartition.code()
     );
     assert_eq!(partitions[3].error_message, None);
+}
+
+fn metadata(client: &mut WireClient, version: i16, include: bool) -> MetadataResponse {
+    let request = MetadataRequest {
+        topics: Some(
+            ["ops", "ops-missing"]
+                .iter()
+                .map(|name| MetadataRequestTopic {
+                    name: Some(name.to_string()),
+                    ..Default::default()
+                })
+                .collect(),
+        ),
+        allow_auto_topic_creation: false,
+        include_cluster_authorized_operations: include,
+        include_topic_authorized_operations: include,
+    };
+    let Response::Metadata(r) = client.call(version, &request) else {
+        panic!("not Metadata")
+    };
+    r
+}
+
+#[test]
+fn authorized_operations_are_all_operations_when_asked_for() {
+    let kaas = Kaas::start(None, &[]);
+    let mut client = kaas.client();
+    client.create_topic("ops", 1, &[]);
+    // Kafka 4.4 without an authorizer: 3576 on every topic of the answer, unknown ones too;
+    // 8096 for the cluster where the version has the field (v8-v10).
+    let asked = metadata(&mut client, 10, true);
+    assert_eq!(asked.topics.len(), 2);
+    assert!(asked
+        .topics
+        .iter()
+        .all(|t| t.topic_authorized_operations == 3576));
+    assert_eq!(
+        asked.topics[1].error_code,
+        ErrorCode::UnknownTopicOrPartition.code()
+    );
+    assert_eq!(asked.cluster_authorized_operations, 8096);
+    let newer = metadata(&mut client, 12, true);
+    assert!(newer
+        .topics
+        .iter()
+        .all(|t| t.topic_authorized_operations == 3576));
+    let not_asked = metadata(&mut client, 12, false);
+    assert!(not_asked
+        .topics
+        .iter()
+        .all(|t| t.topic_authorized_operations == i32::MIN));
+
+    for (include, expected) in [(true, 8096), (false, i32::MIN)] {
+        let request = DescribeClusterRequest {
+            include_cluster_authorized_operations: include,
+            ..Default::default()
+        };
+        let Response::DescribeCluster(r) = client.call(2, &request) else {
+            panic!("not DescribeCluster")
+        };
+        assert_eq!(r.cluster_authorized_operations, expected);
+    }
 }
