@@ -21,18 +21,20 @@ import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.TopicPartition;
 
 /**
- * KIP-848 members (group.protocol=consumer) with a rebalance listener that takes its time,
- * each changing its subscription several times and closing in the middle of a reconciliation,
- * while two members stay. Every close must finish promptly (a member that cannot leave waits
- * for the close timeout), the staying members must end up owning every partition, and the
- * group must be empty once everyone closed: a coordinator that stops reconciling would leave
- * the stayers short of partitions until some rebalance timeout.
+ * KIP-848 members (group.protocol=consumer) with a rebalance listener that commits and takes
+ * its time, each changing its subscription six to eight times and closing in the middle of a
+ * reconciliation, while two members stay. Every close must succeed promptly: a member that
+ * cannot leave waits for the close timeout, and a commit refused in onPartitionsRevoked
+ * (STALE_MEMBER_EPOCH when the coordinator's idea of the member's assignment drifted from the
+ * client's) makes close() throw. The staying members must then own every partition, and the
+ * group must be Empty once everyone closed: a coordinator that stops reconciling leaves the
+ * stayers short of partitions until some rebalance timeout.
  */
 final class GroupKip848Churn {
     private GroupKip848Churn() {}
 
     private static final int PARTITIONS = 4;
-    private static final int CHURNERS = 5;
+    private static final int CHURNERS = 9;
     /** A close takes a heartbeat round trip and the revocation callback; 30 s is the client's limit. */
     private static final Duration CLOSE_LIMIT = Duration.ofSeconds(15);
     private static final Duration SETTLE_LIMIT = Duration.ofSeconds(30);
@@ -135,7 +137,8 @@ final class GroupKip848Churn {
         void awaitExit(Duration limit) throws InterruptedException {
             thread.join(limit.toMillis());
             check(!thread.isAlive(), "member %s did not finish within %s; log: %s", name, limit, log);
-            check(error.get() == null, "member %s failed: %s; log: %s", name, error.get(), log);
+            check(error.get() == null, "member %s failed: %s (cause %s); log: %s", name, error.get(),
+                    error.get() == null ? null : error.get().getCause(), log);
             check(closeMs >= 0 && closeMs < CLOSE_LIMIT.toMillis(),
                     "member %s took %d ms to close (limit %s); log: %s", name, closeMs, CLOSE_LIMIT, log);
         }
@@ -161,19 +164,19 @@ final class GroupKip848Churn {
             List<Member> churners = new ArrayList<>();
             for (int i = 0; i < CHURNERS; i++) {
                 List<List<String>> subs = new ArrayList<>();
-                int changes = 3 + rnd.nextInt(3);
+                int changes = 6 + rnd.nextInt(3);
                 for (int k = 0; k < changes; k++) {
                     List<String> sub = new ArrayList<>();
                     for (String t : topics) if (rnd.nextBoolean()) sub.add(t);
                     if (sub.isEmpty()) sub.add(topics.get(rnd.nextInt(topics.size())));
                     subs.add(sub);
                 }
-                Member m = new Member("churn-" + i, ctx.bootstrap(), conf, subs, 300 + rnd.nextInt(900),
+                Member m = new Member("churn-" + i, ctx.bootstrap(), conf, subs, 50 + rnd.nextInt(900),
                         50 + rnd.nextInt(300));
                 churners.add(m);
                 all.add(m);
                 m.start();
-                Support.sleep(150 + rnd.nextInt(400));
+                Support.sleep(rnd.nextInt(400));
             }
             for (Member m : churners) m.awaitExit(Duration.ofSeconds(40));
 
