@@ -19,6 +19,7 @@ use crate::groups::clock::monotonic_ms;
 use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::TopicSnapshot;
 use crate::groups::group::{topic_snapshot, Group, GroupState};
+use crate::groups::offsets_topic::OffsetsTopic;
 use crate::groups::placement::coordinator_shard;
 use crate::protocol::ErrorCode;
 
@@ -48,6 +49,8 @@ pub struct GroupCoordinator {
     /// The topics of the last cluster view seen, as consumer groups assign them; rebuilt
     /// only when a new view is published.
     topics: RefCell<Option<(std::sync::Arc<ClusterView>, Rc<TopicSnapshot>)>>,
+    /// The `__consumer_offsets` partitions derived from this shard's groups.
+    offsets_topic: OffsetsTopic,
 }
 
 impl GroupCoordinator {
@@ -60,6 +63,7 @@ impl GroupCoordinator {
         view: std::sync::Arc<ViewHandle>,
     ) -> Self {
         GroupCoordinator {
+            offsets_topic: OffsetsTopic::new(storage.clone(), shard, shards),
             view,
             topics: RefCell::new(None),
             shard,
@@ -70,6 +74,11 @@ impl GroupCoordinator {
             deleting: RefCell::new(HashMap::new()),
             loaded: Cell::new(false),
         }
+    }
+
+    /// The `__consumer_offsets` partitions this shard serves.
+    pub fn offsets_topic(&self) -> &OffsetsTopic {
+        &self.offsets_topic
     }
 
     /// The current topics as consumer groups assign them.
@@ -286,6 +295,11 @@ impl GroupCoordinator {
             if group.is_unused() {
                 self.drop_group(&group).await;
             }
+        }
+        if self.loaded.get() {
+            self.offsets_topic
+                .sync(&self.groups(), &self.view.load())
+                .await;
         }
     }
 

@@ -8,6 +8,7 @@
 //! - [`coordinator`] holds the groups one shard coordinates ([`placement`]), each a
 //!   [`group::Group`]: protocol state plus its durable store; [`offsets`] is OffsetCommit,
 //!   OffsetFetch and OffsetDelete on them.
+//! - [`offsets_topic`] serves `__consumer_offsets`, read-only, derived from the groups.
 //! - [`consumer_group`] is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat):
 //!   server-side assignment, member epochs and reconciliation, as pure logic.
 
@@ -20,4 +21,5 @@ pub mod coordinator;
 mod describe;
 pub mod group;
 pub mod offsets;
+pub mod offsets_topic;
 pub mod placement;

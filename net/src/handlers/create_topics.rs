@@ -4,6 +4,7 @@ use std::rc::Rc;
 
 use crate::broker::shard::Shard;
 use crate::broker::topic_config::{ConfigKey, TopicConfig, SETTABLE_KEYS};
+use crate::groups::offsets_topic;
 use crate::handlers::{admin, with_topic_admin};
 use crate::protocol::messages::create_topics::{
     CreatableTopicConfigs, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse,
@@ -38,7 +39,12 @@ pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTo
         } else {
             topic.num_partitions
         };
-        let refused = if !topic.assignments.is_empty() {
+        let refused = if offsets_topic::is_offsets_topic(&topic.name) {
+            Some((
+                ErrorCode::TopicAlreadyExists,
+                format!("Topic '{}' already exists.", topic.name),
+            ))
+        } else if !topic.assignments.is_empty() {
             Some((
                 ErrorCode::InvalidRequest,
                 "Manual replica assignments are not supported.".to_string(),

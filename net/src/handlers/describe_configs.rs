@@ -4,6 +4,7 @@ use std::rc::Rc;
 
 use crate::broker::shard::Shard;
 use crate::broker::topic_config::{TopicConfig, FIXED_CONFIGS, SETTABLE_KEYS};
+use crate::groups::offsets_topic;
 use crate::handlers::create_topics::{SOURCE_DEFAULT, SOURCE_TOPIC};
 use crate::protocol::messages::describe_configs::{
     DescribeConfigsRequest, DescribeConfigsResourceResult, DescribeConfigsResponse,
@@ -47,6 +48,12 @@ pub fn handle(shard: &Rc<Shard>, request: DescribeConfigsRequest) -> DescribeCon
                                 .filter(|entry| wanted(&entry.name))
                                 .collect();
                     }
+                    None if offsets_topic::is_offsets_topic(&resource.resource_name) => {
+                        result.configs = offsets_topic_entries(shard, request.include_synonyms)
+                            .into_iter()
+                            .filter(|entry| wanted(&entry.name))
+                            .collect();
+                    }
                     None => {
                         result.error_code = ErrorCode::UnknownTopicOrPartition.code();
                         result.error_message = Some(format!(
@@ -81,6 +88,25 @@ pub fn handle(shard: &Rc<Shard>, request: DescribeConfigsRequest) -> DescribeCon
         results,
         ..Default::default()
     }
+}
+
+/// `__consumer_offsets`'s configs: the defaults with Kafka's overrides for it.
+fn offsets_topic_entries(shard: &Shard, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    let mut entries = topic_entries(shard, &TopicConfig::default(), synonyms);
+    for entry in &mut entries {
+        if let Some((_, value)) = offsets_topic::CONFIGS
+            .iter()
+            .find(|(n, _)| *n == entry.name)
+        {
+            entry.value = Some(value.to_string());
+            entry.config_source = SOURCE_TOPIC;
+            for synonym in &mut entry.synonyms {
+                synonym.value = Some(value.to_string());
+                synonym.source = SOURCE_TOPIC;
+            }
+        }
+    }
+    entries
 }
 
 fn topic_entries(

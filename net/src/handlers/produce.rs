@@ -7,6 +7,7 @@ use bytes::Bytes;
 use kaas_engine::{LogConfig, PartitionId};
 
 use crate::broker::shard::Shard;
+use crate::groups::offsets_topic;
 use crate::handlers::partition_work::{run_on_owners, Item};
 use crate::handlers::{error_code, now_ms, STANDALONE_LEADER_EPOCH};
 use crate::protocol::messages::produce::{
@@ -48,7 +49,15 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
         } else {
             view.topic(&topic_data.name)
         };
-        let unknown = if version >= 13 {
+        // Clients may not write to `__consumer_offsets` (Kafka: INVALID_TOPIC_EXCEPTION).
+        let internal = if version >= 13 {
+            offsets_topic::topic_by_id(&view, &topic_data.topic_id).is_some()
+        } else {
+            offsets_topic::is_offsets_topic(&topic_data.name)
+        };
+        let unknown = if internal {
+            ErrorCode::InvalidTopicException
+        } else if version >= 13 {
             ErrorCode::UnknownTopicId
         } else {
             ErrorCode::UnknownTopicOrPartition

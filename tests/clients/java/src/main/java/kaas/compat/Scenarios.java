@@ -48,6 +48,7 @@ public final class Scenarios {
         SCENARIOS.put("group-static", Groups::staticMembership);
         SCENARIOS.put("group-kip848", Groups::kip848);
         SCENARIOS.put("group-admin", Groups::admin);
+        SCENARIOS.put("offsets-topic", OffsetsTopic::offsetsTopic);
     }
 
     public static void main(String[] args) {
