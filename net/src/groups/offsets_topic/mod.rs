@@ -121,8 +121,10 @@ mod tests {
 
     #[test]
     fn partitions_match_kafka() {
-        // Java: Math.abs("dump-grp-1".hashCode()) % 50 etc.; checked against Kafka 4.4 for
-        // the ids below (offsets.topic.num.partitions=50).
+        // Computed with Kafka 4.4's own `Utils.abs(id.hashCode()) % 50`.
+        assert_eq!(partition_for("offsets-watchers"), 30);
+        assert_eq!(partition_for("lag-tool"), 29);
+        assert_eq!(partition_for("grüße"), 23);
         assert_eq!(java_string_hash(""), 0);
         assert_eq!(java_string_hash("a"), 97);
         assert_eq!(java_string_hash("hello"), 99_162_322);
