@@ -140,19 +140,22 @@ final class OffsetsTopic {
                 check(after > before, "high watermark of %s did not advance: %d then %d", tp, before, after);
             }
 
-            // A pattern subscription that matches the internal topic does not get it.
-            Map<String, Object> patterned = new HashMap<>();
-            patterned.put(ConsumerConfig.GROUP_ID_CONFIG, group + "-pattern");
-            patterned.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
-            try (KafkaConsumer<byte[], byte[]> c = Support.consumer(ctx.bootstrap(), patterned)) {
-                c.subscribe(Pattern.compile(Pattern.quote(NAME) + "|" + Pattern.quote(topic)));
-                Support.waitUntil("an assignment for the pattern subscription", Groups.SETTLE, () -> {
-                    c.poll(Duration.ofMillis(100));
-                    return !c.assignment().isEmpty();
-                });
-                Set<String> topics = new HashSet<>();
-                c.assignment().forEach(p -> topics.add(p.topic()));
-                checkEq(Set.of(topic), topics, "topics assigned to ^(" + NAME + "|" + topic + ")$");
+            // A pattern subscription that matches the internal topic does not get it: the
+            // classic protocol filters on the client (is_internal), KIP-848 on the broker.
+            for (String protocol : List.of("classic", "consumer")) {
+                Map<String, Object> patterned = new HashMap<>();
+                patterned.put(ConsumerConfig.GROUP_ID_CONFIG, group + "-pattern-" + protocol);
+                patterned.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+                try (KafkaConsumer<byte[], byte[]> c = Support.consumer(ctx.bootstrap(), patterned)) {
+                    c.subscribe(Pattern.compile(Pattern.quote(NAME) + "|" + Pattern.quote(topic)));
+                    Support.waitUntil("an assignment for the " + protocol + " pattern subscription", Groups.SETTLE, () -> {
+                        c.poll(Duration.ofMillis(100));
+                        return c.assignment().size() == 3;
+                    });
+                    Set<String> topics = new HashSet<>();
+                    c.assignment().forEach(p -> topics.add(p.topic()));
+                    checkEq(Set.of(topic), topics, protocol + ": topics assigned to ^(" + NAME + "|" + topic + ")$");
+                }
             }
 
             // Writes are refused as Kafka refuses them.
