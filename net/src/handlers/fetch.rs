@@ -103,9 +103,8 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
                 .cloned()
                 .or_else(|| offsets_topic::topic_by_id(&view, &fetch_topic.topic_id))
         } else {
-            view.topic(&fetch_topic.topic)
-                .cloned()
-                .or_else(|| offsets_topic::topic_by_name(&view, &fetch_topic.topic))
+            offsets_topic::topic_by_name(&view, &fetch_topic.topic)
+                .or_else(|| view.topic(&fetch_topic.topic).cloned())
         };
         let mut partitions = Vec::with_capacity(fetch_topic.partitions.len());
         for fetch_partition in fetch_topic.partitions {

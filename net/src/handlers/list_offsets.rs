@@ -27,10 +27,8 @@ pub async fn handle(shard: &Rc<Shard>, request: ListOffsetsRequest) -> ListOffse
     let mut slots = Vec::new();
     let mut items = Vec::new();
     for topic in request.topics {
-        let info = view
-            .topic(&topic.name)
-            .cloned()
-            .or_else(|| offsets_topic::topic_by_name(&view, &topic.name));
+        let info = offsets_topic::topic_by_name(&view, &topic.name)
+            .or_else(|| view.topic(&topic.name).cloned());
         let mut partitions = Vec::new();
         for partition in topic.partitions {
             let mut result = ListOffsetsPartitionResponse {

@@ -26,7 +26,13 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
     };
     let mut topics = Vec::new();
     if all_topics {
-        topics.extend(view.topics.values().map(|t| topic_metadata(shard, t)));
+        // A user topic of that name (auto-created by an earlier version) is shadowed.
+        topics.extend(
+            view.topics
+                .values()
+                .filter(|t| !offsets_topic::is_offsets_topic(&t.name))
+                .map(|t| topic_metadata(shard, t)),
+        );
         topics.push(offsets_topic_metadata(shard, &view));
     } else {
         let auto_create =
@@ -35,10 +41,10 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
             topics.push(match requested.name {
                 Some(name) if !name.is_empty() || requested.topic_id == Uuid::NIL => {
                     match view.topic(&name) {
-                        Some(topic) => topic_metadata(shard, topic),
-                        None if offsets_topic::is_offsets_topic(&name) => {
+                        _ if offsets_topic::is_offsets_topic(&name) => {
                             offsets_topic_metadata(shard, &view)
                         }
+                        Some(topic) => topic_metadata(shard, topic),
                         None if auto_create => auto_create_topic(shard, name).await,
                         None => {
                             error_topic(Some(name), Uuid::NIL, ErrorCode::UnknownTopicOrPartition)
