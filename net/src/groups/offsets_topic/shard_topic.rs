@@ -343,3 +343,98 @@ impl OffsetsTopic {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::groups::config::GroupConfig;
+    use kaas_engine::group_store::{CommittedOffset, GroupChange, GroupStore};
+
+    /// Kafka 4.4: `Utils.abs("lag-tool".hashCode()) % 50`.
+    const PARTITION: i32 = 29;
+
+    fn commit(offset: i64) -> Vec<GroupChange> {
+        vec![GroupChange::Commit {
+            topic: "t".into(),
+            partition: 0,
+            committed: CommittedOffset {
+                offset,
+                leader_epoch: -1,
+                metadata: "m".into(),
+                commit_timestamp_ms: 1,
+            },
+        }]
+    }
+
+    fn base_offsets(read: &PartitionRead) -> Vec<i64> {
+        read.batches
+            .iter()
+            .map(|batch| i64::from_be_bytes(batch[..8].try_into().expect("8 bytes")))
+            .collect()
+    }
+
+    #[test]
+    fn sync_follows_the_stores_and_tombstones_what_went_away() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let storage = Storage::memory();
+                let view = ClusterView::default();
+                let topic = OffsetsTopic::new(storage.clone(), 0, 1);
+                assert_eq!(
+                    topic.read(PARTITION, 0, 1 << 20).err(),
+                    Some(ErrorCode::NotLeaderOrFollower),
+                    "not served before the first sync"
+                );
+                let store = GroupStore::open(&storage, "lag-tool").await.expect("open");
+                store.apply(commit(5)).await.expect("apply");
+                let group = Rc::new(Group::from_store(store.clone(), &GroupConfig::default(), 0));
+                topic.sync(std::slice::from_ref(&group), &view).await;
+                let read = topic.read(PARTITION, 0, 1 << 20).expect("read");
+                assert_eq!(base_offsets(&read), vec![0]);
+                assert_eq!(read.high_watermark, 1);
+
+                // An unchanged store adds nothing.
+                topic.sync(std::slice::from_ref(&group), &view).await;
+                assert_eq!(topic.high_watermark(PARTITION), Ok(1));
+
+                // A new commit supersedes the old record.
+                store.apply(commit(6)).await.expect("apply");
+                topic.sync(std::slice::from_ref(&group), &view).await;
+                let read = topic.read(PARTITION, 0, 1 << 20).expect("read");
+                assert_eq!(base_offsets(&read), vec![1]);
+
+                // A group no longer coordinated (deleted) leaves a tombstone for its key.
+                topic.sync(&[], &view).await;
+                let read = topic.read(PARTITION, 0, 1 << 20).expect("read");
+                assert_eq!(base_offsets(&read), vec![2]);
+                assert!(
+                    read.batches[0].ends_with(&[0x01, 0x00]),
+                    "a null value (length -1), no headers"
+                );
+
+                // Another partition of the shard is served, empty.
+                assert_eq!(topic.high_watermark(0), Ok(0));
+
+                // After a restart, offsets continue past the reserved block, never reused.
+                let restarted = OffsetsTopic::new(storage.clone(), 0, 1);
+                restarted.sync(&[group], &view).await;
+                let read = restarted.read(PARTITION, 0, 1 << 20).expect("read");
+                assert_eq!(base_offsets(&read), vec![reservation::BLOCK]);
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
+    }
+
+    #[test]
+    fn a_shard_serves_only_its_partitions() {
+        let topic = OffsetsTopic::new(Storage::memory(), 1, 2);
+        let owned: Vec<i32> = topic.owned_partitions().collect();
+        assert_eq!(owned.len(), 25);
+        assert!(owned.iter().all(|p| p % 2 == 1));
+        assert_eq!(
+            topic.read(50, 0, 1).err(),
+            Some(ErrorCode::UnknownTopicOrPartition)
+        );
+    }
+}
