@@ -101,8 +101,12 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     hash
 }
 
-/// FNV-1a of the topic name plus the partition, modulo the shard count.
+/// FNV-1a of the topic name plus the partition, modulo the shard count; a
+/// `__consumer_offsets` partition belongs to the shard coordinating its groups.
 pub fn owner_shard(topic: &str, partition: i32, shards: usize) -> usize {
+    if crate::groups::offsets_topic::is_offsets_topic(topic) {
+        return crate::groups::offsets_topic::shard_of_partition(partition, shards);
+    }
     (fnv1a(topic.as_bytes()).wrapping_add(partition as u64) % shards.max(1) as u64) as usize
 }
 

@@ -24,6 +24,7 @@ use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::{ConsumerGroupConfig, TopicSnapshot};
 use crate::groups::group::{topic_snapshot, Group, GroupState};
 use crate::groups::offset_retention::expired_offsets;
+use crate::groups::offsets_topic::OffsetsTopic;
 use crate::groups::placement::coordinator_shard;
 use crate::protocol::ErrorCode;
 
@@ -55,6 +56,8 @@ pub struct GroupCoordinator {
     topics: RefCell<Option<(std::sync::Arc<ClusterView>, Rc<TopicSnapshot>)>>,
     /// When (monotonic ms) the next offset retention check is due.
     next_retention_check_ms: Cell<i64>,
+    /// The `__consumer_offsets` partitions derived from this shard's groups.
+    offsets_topic: OffsetsTopic,
 }
 
 impl GroupCoordinator {
@@ -67,6 +70,7 @@ impl GroupCoordinator {
         view: std::sync::Arc<ViewHandle>,
     ) -> Self {
         GroupCoordinator {
+            offsets_topic: OffsetsTopic::new(storage.clone(), shard, shards),
             view,
             topics: RefCell::new(None),
             shard,
@@ -80,6 +84,11 @@ impl GroupCoordinator {
             ),
             config,
         }
+    }
+
+    /// The `__consumer_offsets` partitions this shard serves.
+    pub fn offsets_topic(&self) -> &OffsetsTopic {
+        &self.offsets_topic
     }
 
     /// The current topics as consumer groups assign them.
@@ -307,6 +316,11 @@ impl GroupCoordinator {
             self.next_retention_check_ms
                 .set(now_ms.saturating_add(config_check_interval(&self.config)));
             self.expire_offsets(wall_ms()).await;
+        }
+        if self.loaded.get() {
+            self.offsets_topic
+                .sync(&self.groups(), &self.view.load())
+                .await;
         }
     }
 

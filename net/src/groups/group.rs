@@ -17,8 +17,10 @@ use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::{ConsumerGroup, TopicSnapshot};
 use crate::protocol::ErrorCode;
 
-const CLASSIC_TAG: u8 = 1;
-const CONSUMER_TAG: u8 = 2;
+/// Metadata blob tag of a classic group.
+pub const CLASSIC_TAG: u8 = 1;
+/// Metadata blob tag of a KIP-848 consumer group.
+pub const CONSUMER_TAG: u8 = 2;
 
 /// The protocol a group runs.
 #[derive(Debug)]

@@ -9,6 +9,7 @@
 //!   [`group::Group`]: protocol state plus its durable store; [`offsets`] is OffsetCommit,
 //!   OffsetFetch and OffsetDelete on them; [`offset_retention`] decides which offsets have
 //!   expired (`offsets.retention.minutes`).
+//! - [`offsets_topic`] serves `__consumer_offsets`, read-only, derived from the groups.
 //! - [`consumer_group`] is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat):
 //!   server-side assignment, member epochs and reconciliation, as pure logic.
 
@@ -22,4 +23,5 @@ mod describe;
 pub mod group;
 pub mod offset_retention;
 pub mod offsets;
+pub mod offsets_topic;
 pub mod placement;

@@ -9,6 +9,7 @@ use crate::broker::cluster_view::ClusterView;
 use crate::groups::classic::ClassicState;
 use crate::groups::coordinator::GroupCoordinator;
 use crate::groups::group::GroupState;
+use crate::groups::offsets_topic;
 use crate::protocol::ErrorCode;
 
 /// Who commits: a member of the group, or a tool (generation -1, no member id).
@@ -124,8 +125,11 @@ fn offset_error(
     view: &ClusterView,
     offset: &OffsetToCommit,
 ) -> ErrorCode {
+    // `__consumer_offsets` is not among the view's topics, but a group reading it may commit.
     let known = view
         .topic(&offset.topic)
+        .cloned()
+        .or_else(|| offsets_topic::topic_by_name(view, &offset.topic))
         .is_some_and(|topic| (0..topic.partitions).contains(&offset.partition));
     if !known {
         return ErrorCode::UnknownTopicOrPartition;

@@ -1,10 +1,13 @@
-//! Which shard coordinates a group: a stable hash of the group id within the broker.
+//! Which shard coordinates a group: the shard serving the group's `__consumer_offsets`
+//! partition, as Kafka's coordinator is that partition's leader. So one shard holds every
+//! group of a partition and can serve the partition from them.
 
-use crate::broker::cluster_view::fnv1a;
+use crate::groups::offsets_topic::{partition_for, shard_of_partition};
 
-/// FNV-1a of the group id ([`fnv1a`], as partitions are placed), modulo the shard count.
+/// The shard of the group's `__consumer_offsets` partition (Kafka's
+/// `abs(groupId.hashCode()) % 50`, then that partition's shard).
 pub fn coordinator_shard(group_id: &str, shards: usize) -> usize {
-    (fnv1a(group_id.as_bytes()) % shards.max(1) as u64) as usize
+    shard_of_partition(partition_for(group_id), shards)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::rc::Rc;
 use crate::broker::shard::Shard;
 use crate::broker::topic_admin::NewTopic;
 use crate::broker::topic_config::{TopicConfig, TOPIC_CONFIGS};
+use crate::groups::offsets_topic;
 use crate::handlers::describe_configs::origin_source;
 use crate::handlers::{admin, with_topic_admin};
 use crate::protocol::messages::create_topics::{
@@ -31,6 +32,12 @@ pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTo
                 "Duplicate topic name {} in the request",
                 topic.name
             ));
+            results.push(result);
+            continue;
+        }
+        if offsets_topic::is_offsets_topic(&topic.name) {
+            result.error_code = ErrorCode::TopicAlreadyExists.code();
+            result.error_message = Some(format!("Topic '{}' already exists.", topic.name));
             results.push(result);
             continue;
         }

@@ -3,6 +3,7 @@
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
+use crate::groups::offsets_topic;
 use crate::handlers::{admin, with_topic_admin};
 use crate::protocol::messages::delete_topics::{
     DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
@@ -41,7 +42,20 @@ pub async fn handle(
             topic_id,
             ..Default::default()
         };
+        let internal = match (&name, topic_id) {
+            (Some(name), _) if !name.is_empty() => offsets_topic::is_offsets_topic(name),
+            (_, id) => offsets_topic::topic_by_id(&view, &id).is_some(),
+        };
         match resolved {
+            // `__consumer_offsets` is the groups' own state, not a log to remove.
+            None if internal => {
+                result.name = Some(offsets_topic::NAME.into());
+                result.error_code = ErrorCode::InvalidTopicException.code();
+                result.error_message = Some(format!(
+                    "Cannot delete internal topic {}; delete the consumer groups instead.",
+                    offsets_topic::NAME
+                ));
+            }
             None => {
                 let code = if topic_id != Uuid::NIL && name.is_none() {
                     ErrorCode::UnknownTopicId

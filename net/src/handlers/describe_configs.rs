@@ -6,6 +6,7 @@ use std::rc::Rc;
 use crate::broker::group_configs::{self, GroupConfigOverrides, GROUP_CONFIGS};
 use crate::broker::shard::Shard;
 use crate::broker::topic_config::{ConfigOrigin, TopicConfig, TOPIC_CONFIGS};
+use crate::groups::offsets_topic;
 use crate::protocol::messages::describe_configs::{
     DescribeConfigsRequest, DescribeConfigsResourceResult, DescribeConfigsResponse,
     DescribeConfigsResult, DescribeConfigsSynonym,
@@ -71,6 +72,9 @@ pub fn handle(shard: &Rc<Shard>, request: DescribeConfigsRequest) -> DescribeCon
             let entries = match resource.resource_type {
                 RESOURCE_TOPIC => match view.topic(&resource.resource_name) {
                     Some(topic) => topic_entries(shard, &topic.config, request.include_synonyms),
+                    None if offsets_topic::is_offsets_topic(&resource.resource_name) => {
+                        offsets_topic_entries(shard, request.include_synonyms)
+                    }
                     None => {
                         refuse((
                             ErrorCode::UnknownTopicOrPartition,
@@ -273,4 +277,23 @@ fn broker_entries(shard: &Shard) -> Vec<DescribeConfigsResourceResult> {
             documentation: None,
         })
         .collect()
+}
+
+/// `__consumer_offsets`'s configs: the defaults with Kafka's overrides for it.
+fn offsets_topic_entries(shard: &Shard, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    let mut entries = topic_entries(shard, &TopicConfig::default(), synonyms);
+    for entry in &mut entries {
+        if let Some((_, value)) = offsets_topic::CONFIGS
+            .iter()
+            .find(|(n, _)| *n == entry.name)
+        {
+            entry.value = Some(value.to_string());
+            entry.config_source = SOURCE_TOPIC;
+            for synonym in &mut entry.synonyms {
+                synonym.value = Some(value.to_string());
+                synonym.source = SOURCE_TOPIC;
+            }
+        }
+    }
+    entries
 }

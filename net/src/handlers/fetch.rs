@@ -20,6 +20,7 @@ use futures_util::future::{join_all, select, select_all, Either, FutureExt};
 use kaas_engine::{FetchedRecords, LogConfig, LogOffsets, PartitionId, PartitionLog};
 
 use crate::broker::shard::Shard;
+use crate::groups::offsets_topic;
 use crate::handlers::partition_work::{run_on_owners, Item};
 use crate::handlers::{check_leader_epoch, error_code};
 use crate::protocol::messages::fetch::{
@@ -99,8 +100,11 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
     for fetch_topic in request.topics {
         let topic = if version >= 13 {
             view.topic_by_id(&fetch_topic.topic_id)
+                .cloned()
+                .or_else(|| offsets_topic::topic_by_id(&view, &fetch_topic.topic_id))
         } else {
-            view.topic(&fetch_topic.topic)
+            offsets_topic::topic_by_name(&view, &fetch_topic.topic)
+                .or_else(|| view.topic(&fetch_topic.topic).cloned())
         };
         let mut partitions = Vec::with_capacity(fetch_topic.partitions.len());
         for fetch_partition in fetch_topic.partitions {
@@ -111,7 +115,7 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
                 log_start_offset: -1,
                 ..Default::default()
             };
-            let error = match topic {
+            let error = match topic.as_ref() {
                 None if version >= 13 => ErrorCode::UnknownTopicId,
                 None => ErrorCode::UnknownTopicOrPartition,
                 Some(t) if !(0..t.partitions).contains(&fetch_partition.partition) => {
@@ -219,6 +223,9 @@ async fn read_one(
     id: PartitionId,
     (input, budget): (Input, ResponseBudget),
 ) -> Output {
+    if offsets_topic::is_offsets_topic(&id.topic) {
+        return read_offsets_topic(shard, id.partition, &input, &budget);
+    }
     let log = match shard.log(&id, input.config).await {
         Err(error) => return failure(error_code(&error)),
         Ok(log) => log,
@@ -254,6 +261,51 @@ async fn read_one(
             log_start_offset: offsets.log_start_offset as i64,
             chunks: Vec::new(),
         },
+    }
+}
+
+/// A `__consumer_offsets` read (served from the group coordinator, see `groups::offsets_topic`),
+/// drawing on the response budget like a log read.
+fn read_offsets_topic(
+    shard: &Shard,
+    partition: i32,
+    input: &Input,
+    budget: &ResponseBudget,
+) -> Output {
+    let topic = shard.groups.offsets_topic();
+    let wanted = match topic.high_watermark(partition) {
+        Ok(end) if input.offset < end => input.max_bytes,
+        _ => 0,
+    };
+    let share = budget.reserve(wanted);
+    let read = if share.bytes == 0 && wanted > 0 {
+        topic.read(partition, input.offset, 0).map(|mut read| {
+            read.batches.clear();
+            read
+        })
+    } else {
+        topic.read(partition, input.offset, share.bytes)
+    };
+    match read {
+        Ok(read) => {
+            let used = chunks_len(&read.batches);
+            budget.give_back(share.bytes.saturating_sub(used));
+            Output {
+                error: ErrorCode::None,
+                high_watermark: read.high_watermark,
+                log_start_offset: read.log_start_offset,
+                chunks: read.batches,
+            }
+        }
+        Err(error) => {
+            budget.give_back(share.bytes);
+            Output {
+                error,
+                high_watermark: topic.high_watermark(partition).unwrap_or(-1),
+                log_start_offset: 0,
+                chunks: Vec::new(),
+            }
+        }
     }
 }
 
@@ -351,6 +403,17 @@ async fn wait_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>, deadline: Inst
             // available would spin.
             let offset = (item.input.offset.max(0) as u64).max(log.offsets().high_watermark);
             waits.push(async move { log.wait_for_data_beyond(offset).await }.boxed_local());
+        } else if offsets_topic::is_offsets_topic(&item.id.topic) {
+            let shard = shard.clone();
+            let (partition, offset) = (item.id.partition, item.input.offset);
+            waits.push(
+                async move {
+                    let topic = shard.groups.offsets_topic();
+                    let end = topic.high_watermark(partition).unwrap_or(0);
+                    topic.wait_for_data_beyond(partition, offset.max(end)).await
+                }
+                .boxed_local(),
+            );
         }
     }
     let timeout =

@@ -5,6 +5,7 @@ use std::rc::Rc;
 use kaas_engine::{LogConfig, PartitionId};
 
 use crate::broker::shard::Shard;
+use crate::groups::offsets_topic;
 use crate::handlers::partition_work::{run_on_owners, Item};
 use crate::handlers::{check_leader_epoch, error_code, STANDALONE_LEADER_EPOCH};
 use crate::protocol::messages::list_offsets::{
@@ -26,7 +27,8 @@ pub async fn handle(shard: &Rc<Shard>, request: ListOffsetsRequest) -> ListOffse
     let mut slots = Vec::new();
     let mut items = Vec::new();
     for topic in request.topics {
-        let info = view.topic(&topic.name);
+        let info = offsets_topic::topic_by_name(&view, &topic.name)
+            .or_else(|| view.topic(&topic.name).cloned());
         let mut partitions = Vec::new();
         for partition in topic.partitions {
             let mut result = ListOffsetsPartitionResponse {
@@ -36,7 +38,7 @@ pub async fn handle(shard: &Rc<Shard>, request: ListOffsetsRequest) -> ListOffse
                 leader_epoch: -1,
                 ..Default::default()
             };
-            let code = match info {
+            let code = match info.as_ref() {
                 Some(t) if (0..t.partitions).contains(&partition.partition_index) => {
                     let code = check_leader_epoch(partition.current_leader_epoch);
                     if code == ErrorCode::None {
@@ -87,6 +89,11 @@ async fn list_on_owner(
     let mut answers = Vec::with_capacity(items.len());
     for item in items {
         let (timestamp, config) = item.input;
+        if offsets_topic::is_offsets_topic(&item.id.topic) {
+            let topic = shard.groups.offsets_topic();
+            answers.push((item.slot, topic.list_offset(item.id.partition, timestamp)));
+            continue;
+        }
         let answer = match shard.log(&item.id, config).await {
             Err(error) => Err(error_code(&error)),
             Ok(log) => {

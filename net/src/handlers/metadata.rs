@@ -6,10 +6,11 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::broker::cluster_view::TopicInfo;
+use crate::broker::cluster_view::{ClusterView, TopicInfo};
 use crate::broker::shard::Shard;
 use crate::broker::topic_admin::TopicAdmin;
 use crate::broker::topic_config::TopicConfig;
+use crate::groups::offsets_topic;
 use crate::handlers::{admin, authorized_operations, with_topic_admin, STANDALONE_LEADER_EPOCH};
 use crate::protocol::messages::metadata::{
     MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
@@ -31,7 +32,14 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
     };
     let mut topics = Vec::new();
     if all_topics {
-        topics.extend(view.topics.values().map(|t| topic_metadata(shard, t)));
+        // A user topic of that name (auto-created by an earlier version) is shadowed.
+        topics.extend(
+            view.topics
+                .values()
+                .filter(|t| !offsets_topic::is_offsets_topic(&t.name))
+                .map(|t| topic_metadata(shard, t)),
+        );
+        topics.push(offsets_topic_metadata(shard, &view));
     } else {
         let auto_create =
             config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
@@ -39,6 +47,9 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
             topics.push(match requested.name {
                 Some(name) if !name.is_empty() || requested.topic_id == Uuid::NIL => {
                     match view.topic(&name) {
+                        _ if offsets_topic::is_offsets_topic(&name) => {
+                            offsets_topic_metadata(shard, &view)
+                        }
                         Some(topic) => topic_metadata(shard, topic),
                         None if auto_create => auto_create_topic(shard, name).await,
                         None => {
@@ -48,6 +59,9 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
                 }
                 _ => match view.topic_by_id(&requested.topic_id) {
                     Some(topic) => topic_metadata(shard, topic),
+                    None if offsets_topic::topic_by_id(&view, &requested.topic_id).is_some() => {
+                        offsets_topic_metadata(shard, &view)
+                    }
                     None => error_topic(None, requested.topic_id, ErrorCode::UnknownTopicId),
                 },
             });
@@ -125,6 +139,14 @@ fn topic_metadata(shard: &Shard, topic: &Arc<TopicInfo>) -> MetadataResponseTopi
             })
             .collect(),
         ..Default::default()
+    }
+}
+
+/// `__consumer_offsets`, internal (never auto-created: it always exists).
+fn offsets_topic_metadata(shard: &Shard, view: &ClusterView) -> MetadataResponseTopic {
+    MetadataResponseTopic {
+        is_internal: true,
+        ..topic_metadata(shard, &offsets_topic::topic_info(view))
     }
 }
 

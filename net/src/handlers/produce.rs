@@ -7,6 +7,7 @@ use bytes::Bytes;
 use kaas_engine::{LogConfig, PartitionId};
 
 use crate::broker::shard::Shard;
+use crate::groups::offsets_topic;
 use crate::handlers::partition_work::{run_on_owners, Item};
 use crate::handlers::{error_code, now_ms, STANDALONE_LEADER_EPOCH};
 use crate::protocol::messages::produce::{
@@ -43,12 +44,22 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
     let mut slots: Vec<(usize, usize)> = Vec::new();
     let mut items = Vec::new();
     for topic_data in request.topic_data {
-        let topic = if version >= 13 {
+        let found = if version >= 13 {
             view.topic_by_id(&topic_data.topic_id)
         } else {
             view.topic(&topic_data.name)
         };
-        let unknown = if version >= 13 {
+        // Clients may not write to `__consumer_offsets` (Kafka: INVALID_TOPIC_EXCEPTION), nor
+        // to a user topic of that name an earlier version auto-created.
+        let internal = if version >= 13 {
+            offsets_topic::topic_by_id(&view, &topic_data.topic_id).is_some()
+        } else {
+            offsets_topic::is_offsets_topic(&topic_data.name)
+        } || found.is_some_and(|t| offsets_topic::is_offsets_topic(&t.name));
+        let topic = found.filter(|_| !internal);
+        let unknown = if internal {
+            ErrorCode::InvalidTopicException
+        } else if version >= 13 {
             ErrorCode::UnknownTopicId
         } else {
             ErrorCode::UnknownTopicOrPartition

@@ -58,6 +58,7 @@ public final class Scenarios {
         SCENARIOS.put("admin-log-dirs", AdminApis::logDirs);
         SCENARIOS.put("admin-reassignments", AdminApis::reassignments);
         SCENARIOS.put("admin-producers", AdminApis::producers);
+        SCENARIOS.put("offsets-topic", OffsetsTopic::offsetsTopic);
     }
 
     public static void main(String[] args) {

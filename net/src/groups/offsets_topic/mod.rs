@@ -1,0 +1,147 @@
+//! `__consumer_offsets`, Kafka's internal topic of committed offsets and group metadata,
+//! served read-only from the group stores.
+//!
+//! Kafka keeps its groups in this topic; kaas keeps them in one store per group
+//! (`kaas_engine::GroupStore`) and derives the topic from those stores, so that clients and
+//! tools that read it (lag monitors such as Burrow, `kafka-console-consumer --formatter
+//! OffsetsMessageFormatter`) see what they see on Kafka:
+//!
+//! - Metadata lists it as internal (`is_internal`), with [`PARTITIONS`] partitions, a topic
+//!   id derived from the cluster id ([`topic_id`]) and the configs Kafka gives it
+//!   ([`CONFIGS`]). It exists from start-up (Kafka creates it at the first FindCoordinator;
+//!   no client depends on its absence before that).
+//! - A group lives in partition [`partition_for`]`(group)` (Kafka's
+//!   `Utils.abs(groupId.hashCode()) % 50`), and the shard that coordinates the group is the
+//!   shard that serves that partition (`placement`), so one shard sees every group of a
+//!   partition.
+//! - Its records are Kafka's own ([`record_format`]): `OffsetCommitKey`/`OffsetCommitValue`
+//!   v4 for committed offsets, `GroupMetadataKey`/`GroupMetadataValue` v3 for classic
+//!   groups, `ConsumerGroupMetadataKey`/`Value` v0 for KIP-848 groups, null values
+//!   (tombstones) for what was deleted. One record per RecordBatch v2 ([`record_batch`]).
+//! - Offsets and compaction are described in [`partition`]; offsets are never reused,
+//!   across restarts too ([`reservation`]).
+//! - Writes are refused as Kafka refuses client writes to internal topics: Produce gets
+//!   INVALID_TOPIC_EXCEPTION, CreateTopics TOPIC_ALREADY_EXISTS, and DeleteTopics (which
+//!   Kafka 4.4 performs, dropping every group's offsets) INVALID_TOPIC_EXCEPTION: here the
+//!   topic is a view of the groups, not a log that can be removed.
+
+pub mod partition;
+pub mod record_batch;
+pub mod record_format;
+pub mod reservation;
+pub mod shard_topic;
+
+use std::sync::Arc;
+
+use kaas_engine::LogConfig;
+
+use crate::broker::cluster_view::{fnv1a, ClusterView, TopicInfo};
+use crate::broker::topic_config::TopicConfig;
+use crate::protocol::Uuid;
+
+pub use shard_topic::OffsetsTopic;
+
+/// The topic's name.
+pub const NAME: &str = "__consumer_offsets";
+
+/// Kafka's `offsets.topic.num.partitions` default.
+pub const PARTITIONS: i32 = 50;
+
+/// The configs Kafka 4.4 sets on the topic (DescribeConfigs shows them as topic configs).
+pub const CONFIGS: &[(&str, &str)] = &[
+    ("cleanup.policy", "compact"),
+    ("compression.type", "producer"),
+    ("segment.bytes", "104857600"),
+];
+
+/// Whether `name` is `__consumer_offsets`.
+pub fn is_offsets_topic(name: &str) -> bool {
+    name == NAME
+}
+
+/// Java's `String.hashCode` (over UTF-16 code units), as Kafka hashes group ids.
+fn java_string_hash(text: &str) -> i32 {
+    text.encode_utf16().fold(0i32, |hash, unit| {
+        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
+}
+
+/// The partition holding `group_id`: Kafka's `Utils.abs(groupId.hashCode()) % 50`
+/// (`Utils.abs` maps `i32::MIN` to 0).
+pub fn partition_for(group_id: &str) -> i32 {
+    let hash = java_string_hash(group_id);
+    let abs = if hash == i32::MIN { 0 } else { hash.abs() };
+    abs % PARTITIONS
+}
+
+/// The topic id: derived from the cluster id, so it is the same after every restart without
+/// being stored (Kafka's is random at creation and then fixed; clients only need it stable).
+pub fn topic_id(cluster_id: &str) -> Uuid {
+    let seed = format!("{cluster_id}/{NAME}");
+    let high = fnv1a(seed.as_bytes());
+    let low = fnv1a(format!("{seed}/low").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&high.to_be_bytes());
+    bytes[8..].copy_from_slice(&low.to_be_bytes());
+    // A version-4-style UUID, as Kafka's are.
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    Uuid(bytes)
+}
+
+/// The topic as handlers describe it (it is not part of the cluster view's user topics).
+pub fn topic_info(view: &ClusterView) -> Arc<TopicInfo> {
+    Arc::new(TopicInfo {
+        name: Arc::from(NAME),
+        id: topic_id(&view.cluster_id),
+        partitions: PARTITIONS,
+        config: TopicConfig::default(),
+        log_config: LogConfig::default(),
+    })
+}
+
+/// The topic if `name` is it.
+pub fn topic_by_name(view: &ClusterView, name: &str) -> Option<Arc<TopicInfo>> {
+    is_offsets_topic(name).then(|| topic_info(view))
+}
+
+/// The topic if `id` is its id.
+pub fn topic_by_id(view: &ClusterView, id: &Uuid) -> Option<Arc<TopicInfo>> {
+    (*id == topic_id(&view.cluster_id)).then(|| topic_info(view))
+}
+
+/// The shard serving partition `partition` (and coordinating its groups).
+pub fn shard_of_partition(partition: i32, shards: usize) -> usize {
+    partition.max(0) as usize % shards.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_match_kafka() {
+        // Computed with Kafka 4.4's own `Utils.abs(id.hashCode()) % 50`.
+        assert_eq!(partition_for("offsets-watchers"), 30);
+        assert_eq!(partition_for("lag-tool"), 29);
+        assert_eq!(partition_for("grüße"), 23);
+        assert_eq!(java_string_hash(""), 0);
+        assert_eq!(java_string_hash("a"), 97);
+        assert_eq!(java_string_hash("hello"), 99_162_322);
+        // "polygenelubricants".hashCode() is Integer.MIN_VALUE: Utils.abs makes it 0.
+        assert_eq!(java_string_hash("polygenelubricants"), i32::MIN);
+        assert_eq!(partition_for("polygenelubricants"), 0);
+        // Non-BMP characters hash as two UTF-16 units.
+        assert_eq!(java_string_hash("\u{1F600}"), 0xD83D * 31 + 0xDE00);
+        for id in ["", "g", "orders", "a-much-longer-group-id", "ümlaut"] {
+            assert!((0..PARTITIONS).contains(&partition_for(id)));
+        }
+    }
+
+    #[test]
+    fn topic_id_is_stable_and_not_nil() {
+        assert_eq!(topic_id("c1"), topic_id("c1"));
+        assert_ne!(topic_id("c1"), topic_id("c2"));
+        assert_ne!(topic_id("c1"), Uuid::NIL);
+    }
+}
