@@ -5,7 +5,10 @@
 //! between the two brokers. Before the shards bind, the broker binds the address once
 //! without `SO_REUSEPORT`: that fails while any other socket listens there. The check
 //! retries for a moment while no live process owns the socket, because the listening socket
-//! of a broker that was just killed outlives it by up to a few hundred milliseconds.
+//! of a broker that was just killed outlives it by up to a few hundred milliseconds. Sockets
+//! that only hold the port (connections a stopped broker had accepted, lingering after it)
+//! do not count: the shards' `SO_REUSEPORT` bind coexists with them, and they never take new
+//! connections.
 
 use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
@@ -33,12 +36,19 @@ pub fn ensure_free(addr: SocketAddr) -> Result<(), PortInUse> {
                 return Ok(());
             }
             Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => {
+                // Connections a stopped broker accepted keep the port bound for a while
+                // without listening; the shards' SO_REUSEPORT bind coexists with those. Only a
+                // listening socket is a competitor.
+                if !listens(addr.port()) {
+                    return Ok(());
+                }
                 let owner = listening_process(addr.port());
                 if owner.is_some() || Instant::now() >= deadline {
                     return Err(PortInUse {
                         addr,
                         holder: owner.unwrap_or_else(|| {
-                            "a socket no running process owns (not released in time)".into()
+                            "a listening socket no running process owns (not released in time)"
+                                .into()
                         }),
                     });
                 }
@@ -50,15 +60,25 @@ pub fn ensure_free(addr: SocketAddr) -> Result<(), PortInUse> {
     }
 }
 
+/// Whether any socket listens on `port` (in `/proc/net/tcp{,6}`).
+fn listens(port: u16) -> bool {
+    !listening_socket_inodes(port).is_empty()
+}
+
+/// Inodes of every socket listening on `port`.
+fn listening_socket_inodes(port: u16) -> Vec<String> {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|table| listening_inodes(&table, port))
+        .collect()
+}
+
 /// The process (other than this one) that has a socket listening on `port`, as
 /// `pid N (command line)`: from the socket inodes in `/proc/net/tcp{,6}` and the descriptors
 /// in `/proc/<pid>/fd`. `None` when no running process owns one.
 fn listening_process(port: u16) -> Option<String> {
-    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|table| std::fs::read_to_string(table).ok())
-        .flat_map(|table| listening_inodes(&table, port))
-        .collect();
+    let inodes = listening_socket_inodes(port);
     if inodes.is_empty() {
         return None;
     }
