@@ -2,7 +2,9 @@
 //! group metadata.
 //!
 //! # Layout
-//! `<data>/groups/<dir>/offsets.log`, where `<dir>` encodes the group id (see
+//! `<data>/groups/<dir>/offsets.log` (`offsets-e<epoch>.log` for a store opened at a fence
+//! epoch, next to `claims/`; see [`crate::fence`] and `takeover`), where `<dir>` encodes
+//! the group id (see
 //! [`dir_name`](self::dir_name::dir_name): percent-encoding, and a prefix plus a hash for
 //! long ids). The file starts with a header record naming the full group id, which is what
 //! [`GroupStore::list`] reports and [`GroupStore::open`] checks, so two ids whose long

@@ -33,6 +33,13 @@
 //!    index interval read per trusted segment), not on the size of the log.
 //! 4. The active (last) segment is fdatasync'd so everything recovery kept is durable, and
 //!    the partial last page is read back for the write-behind buffer.
+//!
+//! At a fence epoch ([`FileScope`], see [`crate::fence`]) only files named for that epoch
+//! are read, leftovers of other epochs are left alone, and inherited segments (hard links
+//! to an older epoch's files) are sized by the length their claim recorded and never
+//! written: a torn tail in one ends the segment logically, sealing one writes only its
+//! index files, and when the last segment is inherited, recovery seals it that way and
+//! starts a segment of the epoch's own at the recovered end.
 
 use std::path::Path;
 

@@ -1,5 +1,11 @@
 //! One segment of a partition log: `<base_offset:020>.log` with its `.index` and
-//! `.timeindex`.
+//! `.timeindex` (`<base_offset:020>-e<epoch>.log` and so on in a log opened at a fence
+//! epoch, see [`crate::fence`]).
+//!
+//! A segment inherited from an older epoch is a hard link to that epoch's file, which a
+//! stale leader may still append to: it is never written or truncated (sealing it writes
+//! only its own epoch's index files), and only its first `size` bytes — the length its
+//! claim recorded — count.
 //!
 //! The log file holds Kafka RecordBatch v2 batches verbatim, back to back, starting at the
 //! segment's base offset. While the segment is active its indexes live in memory and are
