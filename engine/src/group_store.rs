@@ -374,6 +374,16 @@ impl GroupStore {
         self.shared.state.borrow().view.is_empty()
     }
 
+    /// True once a newer epoch's claim has fenced the store.
+    pub fn is_fenced(&self) -> bool {
+        self.shared.state.borrow().fenced.is_some()
+    }
+
+    /// The fence epoch the store was opened at (0 for [`GroupStore::open`]).
+    pub fn fence_epoch(&self) -> u32 {
+        self.shared.epoch
+    }
+
     /// True once an I/O failure has poisoned the store.
     pub fn is_poisoned(&self) -> bool {
         self.shared.state.borrow().poisoned.is_some()

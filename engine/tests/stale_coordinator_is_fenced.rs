@@ -70,6 +70,8 @@ async fn stale_commits_after_the_claim_are_ignored(storage: Storage) {
         vec![(0, 10), (1, 3)],
         "not applied in memory"
     );
+    assert!(old.is_fenced() && !new.is_fenced());
+    assert_eq!((old.fence_epoch(), new.fence_epoch()), (1, 2));
     assert!(matches!(
         old.delete().await,
         Err(EngineError::Fenced { .. })

@@ -135,6 +135,7 @@ async fn stale_appends_after_the_claim_are_ignored(storage: Storage, root: Optio
     assert_fenced(old.append(&produced(21), 1, NOW).await, 2);
     assert_fenced(old.flush().await, 2);
     assert!(old.offsets().high_watermark < old.offsets().log_end_offset);
+    assert!(old.is_fenced() && !new.is_fenced());
     if let Some(root) = root {
         assert!(on_disk(root, &marker(20)), "the stale flush did not write");
     }
