@@ -884,6 +884,24 @@ async fn bench(settings: Settings) -> String {
             appenders,
             fence_epoch,
         };
+        // The check alone, as a flush runs it: one readdir of `claims/` on the blocking pool.
+        let dir = PathBuf::from("topics")
+            .join(unique("fence-check"))
+            .join("0");
+        let log = PartitionLog::open_at_epoch(&ctx.storage, &dir, log_config(), 1)
+            .await
+            .expect("opening a fenced log");
+        let check_us = micros_per_op(async || {
+            let start = Instant::now();
+            kaas_engine::fence::check(&ctx.storage, &dir, 1)
+                .await
+                .expect("not fenced");
+            start.elapsed()
+        })
+        .await;
+        log.close().await.expect("close");
+        println!("one fence check (readdir of claims/ on the blocking pool): {check_us:.1} us");
+        fence_json.push(format!("{{\"check_us\":{}}}", json_num(check_us)));
         let variants = [kaas(1, 0), kaas(1, 1), kaas(n, 0), kaas(n, 1)];
         for &size in &settings.fence_sizes {
             let batch = Rc::new(exact_batch(size, 1000));

@@ -216,7 +216,7 @@ impl ClaimRecord {
 }
 
 /// The epochs of every claim in `dir`, ascending.
-pub(crate) async fn claims(storage: &Storage, dir: &Path) -> Result<Vec<u32>> {
+pub async fn claims(storage: &Storage, dir: &Path) -> Result<Vec<u32>> {
     let mut epochs: Vec<u32> = storage
         .list_dir(&claims_dir(dir))
         .await?
@@ -227,9 +227,11 @@ pub(crate) async fn claims(storage: &Storage, dir: &Path) -> Result<Vec<u32>> {
     Ok(epochs)
 }
 
-/// Fails with [`EngineError::Fenced`] when a claim above `epoch` exists in `dir`: the check
-/// a leader makes after each fdatasync and before it acknowledges.
-pub(crate) async fn check(storage: &Storage, dir: &Path, epoch: u32) -> Result<()> {
+/// Fails with [`EngineError::Fenced`] when a claim above `epoch` exists in `dir` (a
+/// partition or group directory, relative to the storage root): the check a leader makes
+/// after each fdatasync and before it acknowledges. One readdir of `claims/` on the
+/// blocking pool.
+pub async fn check(storage: &Storage, dir: &Path, epoch: u32) -> Result<()> {
     match claims(storage, dir).await?.last() {
         Some(&newest) if newest > epoch => Err(EngineError::Fenced {
             dir: dir.display().to_string(),
