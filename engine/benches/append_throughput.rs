@@ -25,14 +25,16 @@
 //! O_DIRECT writes, no per-write sync, one fdatasync at the end of each sample, 1 and 4
 //! writes in flight); and group commit: 8 concurrent appenders awaiting durability per batch,
 //! on one partition and on 8 partitions, next to raw references (8 batches coalesced per
-//! write + fdatasync; 8 files written concurrently).
+//! write + fdatasync; 8 files written concurrently); and the storage fence's cost: logs
+//! opened at fence epoch 1, whose every flush lists the claims directory after its
+//! fdatasync, next to unfenced ones, with 1 and 8 appenders.
 //!
 //! Knobs (environment): `KAAS_BENCH_DIR` (parent of the scratch directory, default /tmp),
 //! `KAAS_BENCH_SAMPLES` (5), `KAAS_BENCH_SAMPLE_SECS` (1.5, per configuration and sample),
 //! `KAAS_BENCH_SLICE_MS` (100), `KAAS_BENCH_SAMPLE_MIB` (1024, the byte cap of one
 //! configuration in one sample), `KAAS_BENCH_SIZES` (bytes, comma-separated),
-//! `KAAS_BENCH_GROUP_SIZES`, `KAAS_BENCH_GROUP_N` (8), `KAAS_BENCH_SKIP` (any of
-//! `single,cpu,ceiling,group`), `KAAS_BENCH_WRITE_CHUNK` (the logs' `write_chunk_bytes`;
+//! `KAAS_BENCH_GROUP_SIZES`, `KAAS_BENCH_GROUP_N` (8), `KAAS_BENCH_FENCE_SIZES`,
+//! `KAAS_BENCH_SKIP` (any of `single,cpu,ceiling,group,fence`), `KAAS_BENCH_WRITE_CHUNK` (the logs' `write_chunk_bytes`;
 //! default: the engine's).
 
 mod common;
@@ -61,6 +63,7 @@ struct Settings {
     sizes: Vec<usize>,
     group_sizes: Vec<usize>,
     group_n: usize,
+    fence_sizes: Vec<usize>,
     skip: Vec<String>,
 }
 
@@ -77,6 +80,7 @@ impl Settings {
             ),
             group_sizes: env_list("KAAS_BENCH_GROUP_SIZES", &[KIB, 16 * KIB, 64 * KIB]),
             group_n: env_or("KAAS_BENCH_GROUP_N", 8usize).max(1),
+            fence_sizes: env_list("KAAS_BENCH_FENCE_SIZES", &[KIB, 16 * KIB, 256 * KIB]),
             skip: env_list("KAAS_BENCH_SKIP", &[]),
         }
     }
@@ -282,8 +286,13 @@ impl RawWriter {
 
 #[derive(Clone, Copy)]
 enum Variant {
-    /// `appenders` tasks on each of `partitions` logs, each awaiting durability per batch.
-    Kaas { partitions: usize, appenders: usize },
+    /// `appenders` tasks on each of `partitions` logs, each awaiting durability per batch;
+    /// logs opened at `fence_epoch` (0: unfenced, as standalone).
+    Kaas {
+        partitions: usize,
+        appenders: usize,
+        fence_epoch: u32,
+    },
     /// `files` files written concurrently, `coalesce` batches per write + fdatasync.
     Raw {
         files: usize,
@@ -296,15 +305,20 @@ impl Variant {
     fn name(&self) -> String {
         match *self {
             Variant::Kaas {
-                partitions: 1,
-                appenders: 1,
-            } => "kaas, 1 appender, 1 partition".into(),
-            Variant::Kaas {
-                partitions: 1,
+                partitions,
                 appenders,
-            } => format!("kaas, {appenders} appenders, 1 partition"),
-            Variant::Kaas { partitions, .. } => {
-                format!("kaas, {partitions} partitions, 1 appender each")
+                fence_epoch,
+            } => {
+                let kaas = if fence_epoch > 0 {
+                    "kaas fenced"
+                } else {
+                    "kaas"
+                };
+                match (partitions, appenders) {
+                    (1, 1) => format!("{kaas}, 1 appender, 1 partition"),
+                    (1, appenders) => format!("{kaas}, {appenders} appenders, 1 partition"),
+                    (partitions, _) => format!("{kaas}, {partitions} partitions, 1 appender each"),
+                }
             }
             Variant::Raw {
                 files: 1,
@@ -337,15 +351,20 @@ struct Run {
 impl Run {
     async fn start(variant: Variant, ctx: &Ctx, batch_len: usize) -> Run {
         let target = match variant {
-            Variant::Kaas { partitions, .. } => {
+            Variant::Kaas {
+                partitions,
+                fence_epoch,
+                ..
+            } => {
                 let mut logs = Vec::new();
                 for _ in 0..partitions {
                     let dir = PathBuf::from("topics")
                         .join(unique(&format!("kaas-{batch_len}")))
                         .join("0");
-                    let log = PartitionLog::open(&ctx.storage, &dir, log_config())
-                        .await
-                        .expect("opening a log");
+                    let log =
+                        PartitionLog::open_at_epoch(&ctx.storage, &dir, log_config(), fence_epoch)
+                            .await
+                            .expect("opening a log");
                     logs.push((log, dir));
                 }
                 Target::Kaas(logs)
@@ -660,6 +679,7 @@ async fn bench(settings: Settings) -> String {
             Variant::Kaas {
                 partitions: 1,
                 appenders: 1,
+                fence_epoch: 0,
             },
             Variant::Raw {
                 files: 1,
@@ -689,6 +709,7 @@ async fn bench(settings: Settings) -> String {
             Variant::Kaas {
                 partitions: 1,
                 appenders: 1,
+                fence_epoch: 0,
             },
             Variant::Raw {
                 files: 1,
@@ -795,14 +816,17 @@ async fn bench(settings: Settings) -> String {
             Variant::Kaas {
                 partitions: 1,
                 appenders: 1,
+                fence_epoch: 0,
             },
             Variant::Kaas {
                 partitions: 1,
                 appenders: n,
+                fence_epoch: 0,
             },
             Variant::Kaas {
                 partitions: n,
                 appenders: 1,
+                fence_epoch: 0,
             },
             Variant::Raw {
                 files: 1,
@@ -845,9 +869,73 @@ async fn bench(settings: Settings) -> String {
         }
     }
 
+    let mut fence_json = Vec::new();
+    if settings.runs("fence") {
+        let n = settings.group_n;
+        println!(
+            "\n-- storage fence: logs opened at fence epoch 1 (a claims readdir after every fdatasync) vs unfenced --"
+        );
+        println!(
+            "{:>7} {:<44} {:>10} {:>15} {:>17}",
+            "batch", "configuration", "MB/s", "fenced/unfenced", "p50/p99 us"
+        );
+        let kaas = |appenders, fence_epoch| Variant::Kaas {
+            partitions: 1,
+            appenders,
+            fence_epoch,
+        };
+        // The check alone, as a flush runs it: one readdir of `claims/` on the blocking pool.
+        let dir = PathBuf::from("topics")
+            .join(unique("fence-check"))
+            .join("0");
+        let log = PartitionLog::open_at_epoch(&ctx.storage, &dir, log_config(), 1)
+            .await
+            .expect("opening a fenced log");
+        let check_us = micros_per_op(async || {
+            let start = Instant::now();
+            kaas_engine::fence::check(&ctx.storage, &dir, 1)
+                .await
+                .expect("not fenced");
+            start.elapsed()
+        })
+        .await;
+        log.close().await.expect("close");
+        println!("one fence check (readdir of claims/ on the blocking pool): {check_us:.1} us");
+        fence_json.push(format!("{{\"check_us\":{}}}", json_num(check_us)));
+        let variants = [kaas(1, 0), kaas(1, 1), kaas(n, 0), kaas(n, 1)];
+        for &size in &settings.fence_sizes {
+            let batch = Rc::new(exact_batch(size, 1000));
+            let mut s = compare(&ctx, &settings, &batch, &variants).await;
+            let mut rows = Vec::new();
+            for k in 0..variants.len() {
+                let vs_unfenced = s[k].ratio_to(&s[k & !1]);
+                let (p50, p99) = (s[k].latency_us(0.5), s[k].latency_us(0.99));
+                println!(
+                    "{:>7} {:<44} {:>10.1} {:>14.1}% {:>8.0}/{:<8.0}",
+                    size_label(size),
+                    variants[k].name(),
+                    s[k].median(),
+                    100.0 * vs_unfenced,
+                    p50,
+                    p99,
+                );
+                rows.push(format!(
+                    "{{\"configuration\":{},\"vs_unfenced\":{},\"result\":{}}}",
+                    json_str(&variants[k].name()),
+                    json_num(vs_unfenced),
+                    s[k].json()
+                ));
+            }
+            fence_json.push(format!(
+                "{{\"batch_bytes\":{size},\"configurations\":[{}]}}",
+                rows.join(",")
+            ));
+        }
+    }
+
     drop(scratch);
     format!(
-        "{{\"bench\":\"append_throughput\",\"unix_time\":{},\"machine\":{},\"samples\":{},\"sample_secs\":{},\"slice_ms\":{},\"sample_cap_bytes\":{},\"single\":[{}],\"cpu\":[{}],\"ceiling\":[{}],\"group_commit\":[{}]}}\n",
+        "{{\"bench\":\"append_throughput\",\"unix_time\":{},\"machine\":{},\"samples\":{},\"sample_secs\":{},\"slice_ms\":{},\"sample_cap_bytes\":{},\"single\":[{}],\"cpu\":[{}],\"ceiling\":[{}],\"group_commit\":[{}],\"fence\":[{}]}}\n",
         now_ms() / 1000,
         machine_json,
         settings.samples,
@@ -857,7 +945,8 @@ async fn bench(settings: Settings) -> String {
         single_json.join(","),
         cpu_json.join(","),
         ceiling_json.join(","),
-        group_json.join(",")
+        group_json.join(","),
+        fence_json.join(",")
     )
 }
 

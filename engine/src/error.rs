@@ -40,6 +40,17 @@ pub enum EngineError {
         /// What was wrong.
         detail: String,
     },
+    /// A claim at a newer epoch exists: another broker has taken the partition (or group)
+    /// over. Nothing this handle wrote since is acknowledged; it accepts nothing more.
+    #[error("{dir} at epoch {epoch} is fenced by a claim at epoch {by_epoch}")]
+    Fenced {
+        /// The partition or group directory, relative to the storage root.
+        dir: String,
+        /// The epoch this handle was opened at.
+        epoch: u32,
+        /// The newest claim found.
+        by_epoch: u32,
+    },
     /// An I/O call failed.
     #[error("i/o error on {context}: {source}")]
     Io {

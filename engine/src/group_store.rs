@@ -2,7 +2,9 @@
 //! group metadata.
 //!
 //! # Layout
-//! `<data>/groups/<dir>/offsets.log`, where `<dir>` encodes the group id (see
+//! `<data>/groups/<dir>/offsets.log` (`offsets-e<epoch>.log` for a store opened at a fence
+//! epoch, next to `claims/`; see [`crate::fence`] and `takeover`), where `<dir>` encodes
+//! the group id (see
 //! [`dir_name`](self::dir_name::dir_name): percent-encoding, and a prefix plus a hash for
 //! long ids). The file starts with a header record naming the full group id, which is what
 //! [`GroupStore::list`] reports and [`GroupStore::open`] checks, so two ids whose long
@@ -42,6 +44,7 @@
 
 mod dir_name;
 pub mod record;
+mod takeover;
 mod view;
 
 #[cfg(test)]
@@ -63,8 +66,14 @@ pub use dir_name::dir_name;
 
 /// Directory under the storage root holding one directory per group.
 pub const GROUPS_DIR: &str = "groups";
-/// The file of a group inside its directory.
+/// The file of a group inside its directory (at fence epoch 0).
 pub const LOG_FILE: &str = "offsets.log";
+
+/// The file of a group inside its directory at a fence epoch: `offsets.log` at epoch 0,
+/// `offsets-e<epoch>.log` after (see [`crate::fence`]).
+pub fn log_file_name(epoch: u32) -> String {
+    format!("{}.log", crate::fence::with_epoch("offsets", epoch))
+}
 /// The file is compacted only once it is larger than this…
 const COMPACT_MIN_BYTES: u64 = 1 << 20;
 /// …and larger than this many times what the live state needs.
@@ -119,6 +128,8 @@ pub struct GroupStore {
 struct Shared {
     storage: Storage,
     group_id: String,
+    /// The fence epoch the store was opened at (0: unfenced, `offsets.log`).
+    epoch: u32,
     /// The group's directory, relative to the storage root.
     dir: PathBuf,
     /// Its file.
@@ -150,6 +161,8 @@ struct State {
     /// Number of applies durable and visible in `view`.
     durable: u64,
     poisoned: Option<String>,
+    /// A newer epoch's claim, found after a flush: nothing more is acknowledged.
+    fenced: Option<crate::fence::FencedBy>,
     deleted: bool,
 }
 
@@ -157,6 +170,9 @@ impl State {
     fn check_usable(&self) -> Result<()> {
         if self.deleted {
             return Err(EngineError::Closed);
+        }
+        if let Some(fenced) = &self.fenced {
+            return Err(fenced.error());
         }
         if let Some(reason) = &self.poisoned {
             return Err(EngineError::Poisoned(reason.clone()));
@@ -188,25 +204,37 @@ impl GroupStore {
     }
 
     /// Opens (creating if absent) and recovers the store of `group_id`.
+    ///
+    /// This is epoch 0 of the storage fence: `offsets.log`, no claim, no check (see
+    /// [`crate::fence`]); standalone mode and every existing data directory open this way.
     pub async fn open(storage: &Storage, group_id: &str) -> Result<GroupStore> {
+        Self::open_at_epoch(storage, group_id, 0).await
+    }
+
+    /// Opens the store as the group's coordinator at fence epoch `epoch` (0 is
+    /// [`GroupStore::open`]): claims the group for `epoch` before reading, takes the state
+    /// of the newest completed older claim (or of epoch 0) into a new file of its own
+    /// (`offsets-e<epoch>.log`), records the claim, and from then on checks for a newer
+    /// claim after every fdatasync: once there is one, applies fail with
+    /// [`EngineError::Fenced`] and are not acknowledged. See [`crate::fence`].
+    pub async fn open_at_epoch(
+        storage: &Storage,
+        group_id: &str,
+        epoch: u32,
+    ) -> Result<GroupStore> {
         let dir = Path::new(GROUPS_DIR).join(dir_name(group_id));
-        let path = dir.join(LOG_FILE);
+        let path = dir.join(log_file_name(epoch));
         storage.create_dir_all(&dir).await?;
-        storage.remove(&dir.join(format!("{LOG_FILE}.tmp"))).await?;
+        if epoch > 0 {
+            takeover::claim_and_inherit(storage, group_id, &dir, epoch).await?;
+        }
+        storage
+            .remove(&dir.join(format!("{}.tmp", log_file_name(epoch))))
+            .await?;
         let existing = storage.read_small(&path).await?.filter(|b| !b.is_empty());
         let (view, file_len, cut) = match existing {
             Some(bytes) => {
-                let replayed = view::replay(&bytes)
-                    .map_err(|e| corrupt(&path, format!("unreadable header: {e}")))?;
-                if replayed.group_id != group_id {
-                    return Err(corrupt(
-                        &path,
-                        format!(
-                            "holds group {:?}, not {group_id:?} (directory names collide)",
-                            replayed.group_id
-                        ),
-                    ));
-                }
+                let replayed = replay_checked(&bytes, &path, group_id)?;
                 if let Some(reason) = &replayed.stopped_by {
                     tracing::warn!(
                         group = group_id,
@@ -239,6 +267,7 @@ impl GroupStore {
             shared: Rc::new(Shared {
                 storage: storage.clone(),
                 group_id: group_id.to_owned(),
+                epoch,
                 dir,
                 path,
                 state: RefCell::new(State {
@@ -250,6 +279,7 @@ impl GroupStore {
                     queued: 0,
                     durable: 0,
                     poisoned: None,
+                    fenced: None,
                     deleted: false,
                 }),
                 flush_running: Cell::new(false),
@@ -266,7 +296,18 @@ impl GroupStore {
     pub async fn list(storage: &Storage) -> Result<Vec<String>> {
         let mut ids = Vec::new();
         for name in storage.list_dir(Path::new(GROUPS_DIR)).await? {
-            let path = Path::new(GROUPS_DIR).join(&name).join(LOG_FILE);
+            let group_dir = Path::new(GROUPS_DIR).join(&name);
+            let newest = match takeover::newest_log_file(storage, &group_dir).await {
+                Ok(Some(file)) => file,
+                Ok(None) => continue,
+                Err(EngineError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotADirectory =>
+                {
+                    continue
+                }
+                Err(e) => return Err(e),
+            };
+            let path = group_dir.join(newest);
             let prefix = match storage.read_prefix(&path, HEADER_READ).await {
                 Ok(Some(prefix)) => prefix,
                 Ok(None) => continue,
@@ -331,6 +372,16 @@ impl GroupStore {
     /// Whether there are no offsets and no metadata.
     pub fn is_empty(&self) -> bool {
         self.shared.state.borrow().view.is_empty()
+    }
+
+    /// True once a newer epoch's claim has fenced the store.
+    pub fn is_fenced(&self) -> bool {
+        self.shared.state.borrow().fenced.is_some()
+    }
+
+    /// The fence epoch the store was opened at (0 for [`GroupStore::open`]).
+    pub fn fence_epoch(&self) -> u32 {
+        self.shared.epoch
     }
 
     /// True once an I/O failure has poisoned the store.
@@ -483,7 +534,15 @@ impl GroupStore {
             }
             file.fdatasync().await
         }
-        .await;
+        .await
+        .map_err(|e| EngineError::io(format!("writing {}", self.shared.path.display()), e));
+        let written = match written {
+            // After the fdatasync, before anyone is answered (see `crate::fence`).
+            Ok(()) if self.shared.epoch > 0 => {
+                crate::fence::check(&self.shared.storage, &self.shared.dir, self.shared.epoch).await
+            }
+            other => other,
+        };
         match written {
             Ok(()) => {
                 let compact = {
@@ -502,10 +561,14 @@ impl GroupStore {
                     }
                 }
             }
-            Err(e) => {
-                let error = EngineError::io(format!("writing {}", self.shared.path.display()), e);
-                self.poison(error.to_string());
-            }
+            Err(error) => match crate::fence::FencedBy::from_error(&error) {
+                Some(fenced) => {
+                    tracing::warn!(group = self.shared.group_id, %error, "group store fenced");
+                    let mut state = self.shared.state.borrow_mut();
+                    state.fenced.get_or_insert(fenced);
+                }
+                None => self.poison(error.to_string()),
+            },
         }
         slot.finished = true;
     }
@@ -557,13 +620,35 @@ impl GroupStore {
         }
         let storage = &self.shared.storage;
         let removed = async {
-            storage.remove_dir_all(&self.shared.dir).await?;
-            storage.sync_dir(Path::new(GROUPS_DIR)).await
+            if self.shared.epoch == 0 {
+                storage.remove_dir_all(&self.shared.dir).await?;
+                return storage.sync_dir(Path::new(GROUPS_DIR)).await;
+            }
+            // A fenced coordinator deletes nothing of a newer epoch's, and the claims stay
+            // so that stale coordinators remain fenced.
+            crate::fence::check(storage, &self.shared.dir, self.shared.epoch).await?;
+            takeover::remove_files_up_to(storage, &self.shared.dir, self.shared.epoch).await
         }
         .await;
         slot.finished = true;
         removed
     }
+}
+
+/// Replays a group file, checking it names `group_id`.
+fn replay_checked(bytes: &[u8], path: &Path, group_id: &str) -> Result<view::Replayed> {
+    let replayed =
+        view::replay(bytes).map_err(|e| corrupt(path, format!("unreadable header: {e}")))?;
+    if replayed.group_id != group_id {
+        return Err(corrupt(
+            path,
+            format!(
+                "holds group {:?}, not {group_id:?} (directory names collide)",
+                replayed.group_id
+            ),
+        ));
+    }
+    Ok(replayed)
 }
 
 /// The flush slot held by a flush, a compaction or the deletion. Dropping it gives the slot

@@ -9,6 +9,7 @@ pub mod config;
 pub mod data_dir_lock;
 pub mod dma_probe;
 pub mod error;
+pub mod fence;
 pub mod group_store;
 pub mod leader_epoch;
 pub mod log;
@@ -24,6 +25,7 @@ mod segment_reader;
 pub mod sparse_index;
 pub mod storage;
 mod tail_cache;
+mod takeover;
 pub mod time_index;
 
 pub use config::{LogConfig, TimestampType};

@@ -35,11 +35,17 @@ use crate::segment_appender::SegmentAppender;
 use crate::segment_reader::BatchRead;
 use crate::storage::Storage;
 use crate::tail_cache::TailCache;
+use crate::takeover;
 
-/// File holding the recovery point and log start offset.
-pub(crate) const RECOVERY_POINT_FILE: &str = "recovery-point";
-/// File holding the leader epoch cache.
-pub(crate) const LEADER_EPOCH_FILE: &str = "leader-epoch-checkpoint";
+/// File holding the recovery point and log start offset, at a fence epoch.
+pub(crate) fn recovery_point_file(epoch: u32) -> String {
+    crate::fence::with_epoch("recovery-point", epoch)
+}
+
+/// File holding the leader epoch cache, at a fence epoch.
+pub(crate) fn leader_epoch_file(epoch: u32) -> String {
+    crate::fence::with_epoch("leader-epoch-checkpoint", epoch)
+}
 /// Appends keep the newest batches in memory while a read happened this recently.
 const READERS_ACTIVE_FOR: std::time::Duration = std::time::Duration::from_secs(5);
 /// How far one batch may decompress when ListOffsets looks inside it.
@@ -121,6 +127,8 @@ pub(crate) struct LogState {
     pub epochs: LeaderEpochCache,
     pub tail_cache: TailCache,
     pub poisoned: Option<String>,
+    /// A newer epoch's claim, found after a flush: nothing more is acknowledged.
+    pub fenced: Option<crate::fence::FencedBy>,
     pub closed: bool,
     /// Offset and timestamp of the record with the largest timestamp (batch granularity).
     pub max_timestamp: Option<(i64, u64)>,
@@ -151,6 +159,14 @@ impl LogState {
         if self.closed {
             return Err(EngineError::Closed);
         }
+        self.check_writable()
+    }
+
+    /// Fails when poisoned or fenced (also after close, for flushes in flight).
+    fn check_writable(&self) -> Result<()> {
+        if let Some(fenced) = &self.fenced {
+            return Err(fenced.error());
+        }
         if let Some(reason) = &self.poisoned {
             return Err(EngineError::Poisoned(reason.clone()));
         }
@@ -161,6 +177,8 @@ impl LogState {
 struct Shared {
     storage: Storage,
     dir: PathBuf,
+    /// The fence epoch the log was opened at (0: unfenced, today's file names).
+    epoch: u32,
     config: RefCell<LogConfig>,
     state: RefCell<LogState>,
     /// Serialises appends, rolls and the capture step of a checkpoint.
@@ -194,13 +212,64 @@ impl PartitionLog {
     /// Opens the log in `dir` (relative to the storage root), creating it when missing, and
     /// recovers it: everything after the recovery point is validated, a torn or corrupt tail
     /// is truncated and indexes, epochs and producer state are rebuilt.
+    ///
+    /// This is epoch 0 of the storage fence: today's file names, no claim, no check (see
+    /// [`crate::fence`]); standalone mode and every existing data directory open this way.
     pub async fn open(storage: &Storage, dir: &Path, config: LogConfig) -> Result<Self> {
         storage.create_dir_all(dir).await?;
-        let state = recovery::recover(storage, dir, &config).await?;
-        Ok(PartitionLog {
+        let state = recovery::recover(storage, dir, &config, &Default::default()).await?;
+        Ok(Self::from_state(storage, dir, config, 0, state))
+    }
+
+    /// Opens the log as its leader at fence epoch `epoch` (≥ 1; 0 is [`PartitionLog::open`]):
+    /// claims the partition for `epoch` on the volume before reading it, inherits the files
+    /// of the newest completed older claim (or of epoch 0), recovers and records where the
+    /// log ends, and from then on writes only files named for `epoch`. Every flush checks
+    /// for a newer claim after its fdatasync and fails with [`EngineError::Fenced`] once
+    /// there is one. Fails with `Fenced` at once when a newer claim exists already. See
+    /// [`crate::fence`] for the argument.
+    pub async fn open_at_epoch(
+        storage: &Storage,
+        dir: &Path,
+        config: LogConfig,
+        epoch: u32,
+    ) -> Result<Self> {
+        if epoch == 0 {
+            return Self::open(storage, dir, config).await;
+        }
+        storage.create_dir_all(dir).await?;
+        let (state, took_over) = takeover::recover_at_epoch(storage, dir, &config, epoch).await?;
+        let log = Self::from_state(storage, dir, config, epoch, state);
+        if took_over {
+            // Recovery points, epochs and producer state of this epoch's own, so the next
+            // open does not rescan what was inherited; its flush also checks the fence.
+            log.checkpoint().await?;
+        }
+        Ok(log)
+    }
+
+    /// The fence epoch the log was opened at (0 for [`PartitionLog::open`]).
+    pub fn fence_epoch(&self) -> u32 {
+        self.shared.epoch
+    }
+
+    /// True once a newer epoch's claim has fenced the log.
+    pub fn is_fenced(&self) -> bool {
+        self.shared.state.borrow().fenced.is_some()
+    }
+
+    fn from_state(
+        storage: &Storage,
+        dir: &Path,
+        config: LogConfig,
+        epoch: u32,
+        state: LogState,
+    ) -> Self {
+        PartitionLog {
             shared: Rc::new(Shared {
                 storage: storage.clone(),
                 dir: dir.to_path_buf(),
+                epoch,
                 config: RefCell::new(config),
                 state: RefCell::new(state),
                 append_lock: Semaphore::new(1),
@@ -214,7 +283,7 @@ impl PartitionLog {
                 last_read: Cell::new(None),
                 read_ahead: RefCell::new(ReadAhead::default()),
             }),
-        })
+        }
     }
 
     /// The directory of this log, relative to the storage root.
@@ -513,7 +582,13 @@ impl PartitionLog {
         let end = self.shared.state.borrow().next_offset;
         self.flush_to(end).await?;
         let config = self.config();
-        let new_segment = Segment::create(&self.shared.storage, &self.shared.dir, end).await?;
+        let new_segment = Segment::create(
+            &self.shared.storage,
+            &self.shared.dir,
+            end,
+            self.shared.epoch,
+        )
+        .await?;
         self.shared.storage.sync_dir(&self.shared.dir).await?;
         let new_appender = SegmentAppender::new(
             new_segment.file.clone(),
@@ -603,9 +678,7 @@ impl PartitionLog {
         loop {
             {
                 let state = self.shared.state.borrow();
-                if let Some(reason) = &state.poisoned {
-                    return Err(EngineError::Poisoned(reason.clone()));
-                }
+                state.check_writable()?;
                 if state.durable.offset >= end_offset {
                     return Ok(());
                 }
@@ -650,7 +723,16 @@ impl PartitionLog {
             )
         };
         let position = plan.end;
-        let result = plan.execute().await;
+        let mut result = plan
+            .execute()
+            .await
+            .map_err(|e| EngineError::io("flushing the active segment", e));
+        if result.is_ok() && self.shared.epoch > 0 {
+            // After the fdatasync, before anyone is answered: a claim made later than this
+            // check reads what this flush wrote (see `crate::fence`).
+            result = crate::fence::check(&self.shared.storage, &self.shared.dir, self.shared.epoch)
+                .await;
+        }
         {
             let mut state = self.shared.state.borrow_mut();
             state.appender.end_flush();
@@ -664,11 +746,16 @@ impl PartitionLog {
                         };
                     }
                 }
-                Err(e) => {
-                    let error = EngineError::io("flushing the active segment", e);
-                    tracing::error!(dir = %self.shared.dir.display(), %error, "partition poisoned");
-                    state.poisoned = Some(error.to_string());
-                }
+                Err(error) => match crate::fence::FencedBy::from_error(&error) {
+                    Some(fenced) => {
+                        tracing::warn!(dir = %self.shared.dir.display(), %error, "partition fenced");
+                        state.fenced = Some(fenced);
+                    }
+                    None => {
+                        tracing::error!(dir = %self.shared.dir.display(), %error, "partition poisoned");
+                        state.poisoned = Some(error.to_string());
+                    }
+                },
             }
         }
         self.shared.flush_running.set(false);
@@ -686,7 +773,11 @@ impl PartitionLog {
         loop {
             {
                 let state = self.shared.state.borrow();
-                if state.durable.offset > offset || state.closed || state.poisoned.is_some() {
+                if state.durable.offset > offset
+                    || state.closed
+                    || state.poisoned.is_some()
+                    || state.fenced.is_some()
+                {
                     return;
                 }
             }
@@ -812,9 +903,13 @@ impl PartitionLog {
 
     /// Loads a sealed segment's index on first use and looks `offset` up in it.
     async fn lookup_sealed_position(&self, segment_base: u64, offset: u64) -> Result<u64> {
-        let loaded =
-            segment::SealedIndex::load(&self.shared.storage, &self.shared.dir, segment_base)
-                .await?;
+        let loaded = segment::SealedIndex::load(
+            &self.shared.storage,
+            &self.shared.dir,
+            segment_base,
+            self.shared.epoch,
+        )
+        .await?;
         let mut state = self.shared.state.borrow_mut();
         match state.segments.get_mut(&segment_base) {
             Some(segment) => {
@@ -1027,16 +1122,17 @@ impl PartitionLog {
         self.shared.state.borrow().check_usable()?;
         let storage = &self.shared.storage;
         let dir = &self.shared.dir;
+        let epoch = self.shared.epoch;
         storage
-            .write_small_durable(&dir.join(snapshot_file_name(point.offset)), snapshot)
+            .write_small_durable(&dir.join(snapshot_file_name(point.offset, epoch)), snapshot)
             .await?;
         storage
-            .write_small_durable(&dir.join(LEADER_EPOCH_FILE), epochs)
+            .write_small_durable(&dir.join(leader_epoch_file(epoch)), epochs)
             .await?;
         storage
-            .write_small_durable(&dir.join(RECOVERY_POINT_FILE), point.encode())
+            .write_small_durable(&dir.join(recovery_point_file(epoch)), point.encode())
             .await?;
-        recovery::remove_old_snapshots(storage, dir, SNAPSHOTS_KEPT).await
+        recovery::remove_old_snapshots(storage, dir, SNAPSHOTS_KEPT, epoch).await
     }
 
     /// Flushes, checkpoints and closes the log, after the running seal (if any) has ended.

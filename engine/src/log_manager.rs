@@ -153,8 +153,20 @@ impl LogManager {
     }
 
     /// Opens (recovering it) or returns the already open log. Concurrent calls for the same
-    /// partition share one recovery.
+    /// partition share one recovery. Opens at fence epoch 0 (standalone).
     pub async fn open(&self, id: &PartitionId, config: LogConfig) -> Result<PartitionLog> {
+        self.open_at_epoch(id, config, 0).await
+    }
+
+    /// Like [`LogManager::open`], opening the log as its leader at fence epoch `epoch`
+    /// ([`PartitionLog::open_at_epoch`]). A log already open is returned as it is, whatever
+    /// epoch it was opened at: close it first to take it over at another.
+    pub async fn open_at_epoch(
+        &self,
+        id: &PartitionId,
+        config: LogConfig,
+        epoch: u32,
+    ) -> Result<PartitionLog> {
         let dir = id.dir()?;
         loop {
             let waiter = {
@@ -180,7 +192,7 @@ impl LogManager {
                 None => break,
             }
         }
-        let result = PartitionLog::open(&self.storage, &dir, config).await;
+        let result = PartitionLog::open_at_epoch(&self.storage, &dir, config, epoch).await;
         let waiters = {
             let mut slots = self.slots.borrow_mut();
             let previous = match &result {

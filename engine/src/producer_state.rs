@@ -24,7 +24,8 @@
 //!
 //! # Snapshot file
 //!
-//! Named `<offset:020>.snapshot` ([`snapshot_file_name`]), where `offset` is the log end offset
+//! Named `<offset:020>.snapshot` (`<offset:020>-e<epoch>.snapshot` at a fenced epoch, see
+//! [`crate::fence`]; [`snapshot_file_name`]), where `offset` is the log end offset
 //! the snapshot reflects: replaying batches from `offset` onwards through
 //! [`ProducerStateTable::record`] rebuilds the current state. All integers big-endian.
 //!
@@ -513,14 +514,15 @@ impl ProducerStateTable {
 }
 
 /// `<offset:020>.snapshot`, the file name of a snapshot covering up to `offset`.
-pub fn snapshot_file_name(covers_up_to_offset: u64) -> String {
-    format!("{covers_up_to_offset:020}.snapshot")
+pub fn snapshot_file_name(covers_up_to_offset: u64, epoch: u32) -> String {
+    let stem = crate::fence::with_epoch(&format!("{covers_up_to_offset:020}"), epoch);
+    format!("{stem}.snapshot")
 }
 
-/// The offset in a snapshot file name, or `None` if the name is not one.
-pub fn parse_snapshot_file_name(name: &str) -> Option<u64> {
-    let digits = name.strip_suffix(".snapshot")?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+/// The offset in a snapshot file name of `epoch`, or `None` if the name is not one.
+pub fn parse_snapshot_file_name(name: &str, epoch: u32) -> Option<u64> {
+    let (digits, name_epoch) = crate::fence::split_epoch(name.strip_suffix(".snapshot")?);
+    if name_epoch != epoch || digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     digits.parse().ok()
@@ -783,10 +785,32 @@ mod tests {
 
     #[test]
     fn test_snapshot_file_names() {
-        assert_eq!(snapshot_file_name(42), "00000000000000000042.snapshot");
-        assert_eq!(parse_snapshot_file_name(&snapshot_file_name(42)), Some(42));
-        assert_eq!(parse_snapshot_file_name("42.snapshot"), None);
-        assert_eq!(parse_snapshot_file_name("00000000000000000042.log"), None);
+        assert_eq!(snapshot_file_name(42, 0), "00000000000000000042.snapshot");
+        assert_eq!(
+            snapshot_file_name(42, 3),
+            "00000000000000000042-e3.snapshot"
+        );
+        assert_eq!(
+            parse_snapshot_file_name(&snapshot_file_name(42, 0), 0),
+            Some(42)
+        );
+        assert_eq!(
+            parse_snapshot_file_name(&snapshot_file_name(42, 3), 3),
+            Some(42)
+        );
+        assert_eq!(
+            parse_snapshot_file_name(&snapshot_file_name(42, 3), 0),
+            None
+        );
+        assert_eq!(
+            parse_snapshot_file_name(&snapshot_file_name(42, 0), 3),
+            None
+        );
+        assert_eq!(parse_snapshot_file_name("42.snapshot", 0), None);
+        assert_eq!(
+            parse_snapshot_file_name("00000000000000000042.log", 0),
+            None
+        );
     }
 
     fn arb_table() -> impl Strategy<Value = ProducerStateTable> {

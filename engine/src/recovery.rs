@@ -33,6 +33,13 @@
 //!    index interval read per trusted segment), not on the size of the log.
 //! 4. The active (last) segment is fdatasync'd so everything recovery kept is durable, and
 //!    the partial last page is read back for the write-behind buffer.
+//!
+//! At a fence epoch ([`FileScope`], see [`crate::fence`]) only files named for that epoch
+//! are read, leftovers of other epochs are left alone, and inherited segments (hard links
+//! to an older epoch's files) are sized by the length their claim recorded and never
+//! written: a torn tail in one ends the segment logically, sealing one writes only its
+//! index files, and when the last segment is inherited, recovery seals it that way and
+//! starts a segment of the epoch's own at the recovered end.
 
 use std::path::Path;
 
@@ -42,7 +49,7 @@ use crate::checkpoint::RecoveryPoint;
 use crate::config::LogConfig;
 use crate::error::{EngineError, Result};
 use crate::leader_epoch::LeaderEpochCache;
-use crate::log::{DurablePoint, LogState, LEADER_EPOCH_FILE, RECOVERY_POINT_FILE};
+use crate::log::{leader_epoch_file, recovery_point_file, DurablePoint, LogState};
 use crate::offset_index::{OffsetIndex, OffsetIndexView};
 use crate::producer_state::{parse_snapshot_file_name, ProducerStateTable};
 use crate::segment::{self, ActiveIndex, Segment, SegmentIndex};
@@ -54,22 +61,34 @@ use crate::time_index::{TimeIndex, TimeIndexView};
 /// Bytes read per step while scanning a segment.
 const SCAN_WINDOW: usize = 8 << 20;
 
+/// Which files of a partition directory a log reads (see [`crate::fence`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FileScope {
+    /// The epoch in the names of the files read and written.
+    pub epoch: u32,
+    /// Segments whose files are hard links to an older epoch's, by base offset, with the
+    /// bytes that count when an older claim recorded them (`None`: scan to the valid end).
+    /// They are never written.
+    pub inherited: std::collections::BTreeMap<u64, Option<u64>>,
+}
+
 struct Listing {
     segment_bases: Vec<u64>,
     snapshots: Vec<u64>,
 }
 
-async fn list(storage: &Storage, dir: &Path) -> Result<Listing> {
+async fn list(storage: &Storage, dir: &Path, epoch: u32) -> Result<Listing> {
     let mut listing = Listing {
         segment_bases: Vec::new(),
         snapshots: Vec::new(),
     };
     for name in storage.list_dir(dir).await? {
-        if let Some(base) = segment::parse_file_name(&name, "log") {
+        if let Some(base) = segment::parse_file_name(&name, epoch, "log") {
             listing.segment_bases.push(base);
-        } else if let Some(offset) = parse_snapshot_file_name(&name) {
+        } else if let Some(offset) = parse_snapshot_file_name(&name, epoch) {
             listing.snapshots.push(offset);
-        } else if name.ends_with(".tmp") {
+        } else if name.ends_with(".tmp") && crate::fence::file_epoch(&name) == epoch {
+            // Another epoch's temporary file may be one its (stale) writer is writing.
             storage.remove(&dir.join(&name)).await?;
         }
     }
@@ -79,11 +98,16 @@ async fn list(storage: &Storage, dir: &Path) -> Result<Listing> {
 }
 
 /// Removes all but the newest `keep` producer-state snapshots.
-pub(crate) async fn remove_old_snapshots(storage: &Storage, dir: &Path, keep: usize) -> Result<()> {
-    let listing = list(storage, dir).await?;
+pub(crate) async fn remove_old_snapshots(
+    storage: &Storage,
+    dir: &Path,
+    keep: usize,
+    epoch: u32,
+) -> Result<()> {
+    let listing = list(storage, dir, epoch).await?;
     let excess = listing.snapshots.len().saturating_sub(keep);
     for offset in &listing.snapshots[..excess] {
-        let name = crate::producer_state::snapshot_file_name(*offset);
+        let name = crate::producer_state::snapshot_file_name(*offset, epoch);
         storage.remove(&dir.join(name)).await?;
     }
     Ok(())
@@ -95,9 +119,10 @@ async fn load_snapshot(
     dir: &Path,
     snapshots: &[u64],
     limit: u64,
+    epoch: u32,
 ) -> Result<Option<(u64, ProducerStateTable)>> {
     for offset in snapshots.iter().rev().filter(|o| **o <= limit) {
-        let name = crate::producer_state::snapshot_file_name(*offset);
+        let name = crate::producer_state::snapshot_file_name(*offset, epoch);
         if let Some(bytes) = storage.read_small(&dir.join(&name)).await? {
             match ProducerStateTable::decode_snapshot(&bytes) {
                 Ok((covered, table)) if covered == *offset => return Ok(Some((covered, table))),
@@ -111,9 +136,18 @@ async fn load_snapshot(
 }
 
 /// Recovers the log in `dir`; see the module documentation.
-pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -> Result<LogState> {
-    let listing = list(storage, dir).await?;
-    let checkpoint = match storage.read_small(&dir.join(RECOVERY_POINT_FILE)).await? {
+pub(crate) async fn recover(
+    storage: &Storage,
+    dir: &Path,
+    config: &LogConfig,
+    scope: &FileScope,
+) -> Result<LogState> {
+    let epoch = scope.epoch;
+    let listing = list(storage, dir, epoch).await?;
+    let checkpoint = match storage
+        .read_small(&dir.join(recovery_point_file(epoch)))
+        .await?
+    {
         Some(bytes) => match RecoveryPoint::decode(&bytes) {
             Ok(point) => Some(point),
             Err(error) => {
@@ -123,7 +157,10 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         },
         None => None,
     };
-    let epochs = match storage.read_small(&dir.join(LEADER_EPOCH_FILE)).await? {
+    let epochs = match storage
+        .read_small(&dir.join(leader_epoch_file(epoch)))
+        .await?
+    {
         Some(bytes) => LeaderEpochCache::decode(&bytes).ok(),
         None => None,
     };
@@ -139,7 +176,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     let mut bases = listing.segment_bases.clone();
     if bases.is_empty() {
         let base = checkpoint.map_or(0, |c| c.log_start_offset.max(c.offset));
-        Segment::create(storage, dir, base).await?;
+        Segment::create(storage, dir, base, epoch).await?;
         storage.sync_dir(dir).await?;
         bases.push(base);
     }
@@ -150,7 +187,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     // older (then from the start of the segment holding the snapshot's offset).
     let point = checkpoint.filter(|c| c.offset >= first_base && !epochs_lost);
     let snapshot = match point {
-        Some(p) => load_snapshot(storage, dir, &listing.snapshots, p.offset).await?,
+        Some(p) => load_snapshot(storage, dir, &listing.snapshots, p.offset, epoch).await?,
         None => None,
     };
     let located = match (point, &snapshot) {
@@ -170,7 +207,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     // trusted: validate the whole log instead.
     let located = match located {
         Some((segment, position, _))
-            if position > segment_file_size(storage, dir, segment).await? =>
+            if position > segment_file_size(storage, dir, segment, scope).await? =>
         {
             tracing::warn!(dir = %dir.display(), segment, position, "segment shorter than its recovery point; recovering the whole log");
             None
@@ -191,7 +228,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         if base > scan_segment || (base == scan_segment && scan_position == 0) {
             break;
         }
-        let loaded = segment::SealedIndex::load(storage, dir, base).await?;
+        let loaded = segment::SealedIndex::load(storage, dir, base, epoch).await?;
         if !loaded.is_intact() {
             tracing::warn!(dir = %dir.display(), base, "missing or damaged segment index; rebuilding it");
             scan_segment = base;
@@ -201,7 +238,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         if base == scan_segment {
             break;
         }
-        let (file, size) = open_sized(storage, dir, base).await?;
+        let (file, size) = open_sized(storage, dir, base, scope).await?;
         if !ends_sealed(&file, size, bases[i + 1], &loaded).await? {
             tracing::warn!(dir = %dir.display(), base, "segment below the recovery point is not sealed; scanning it");
             let _ = file.close().await;
@@ -228,7 +265,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         let (file, file_size, trusted_index) = match trusted.remove(&base) {
             Some((loaded, file, size)) => (file, size, Some(loaded)),
             None => {
-                let (file, size) = open_sized(storage, dir, base).await?;
+                let (file, size) = open_sized(storage, dir, base, scope).await?;
                 (file, size, None)
             }
         };
@@ -236,7 +273,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             let next = bases.get(i + 1).copied().unwrap_or(base);
             let loaded = match trusted_index {
                 Some(loaded) => loaded,
-                None => segment::SealedIndex::load(storage, dir, base).await?,
+                None => segment::SealedIndex::load(storage, dir, base, epoch).await?,
             };
             let (max_ts, max_ts_offset) = match loaded.last_time_entry() {
                 Some((ts, rel)) => (ts, base + u64::from(rel)),
@@ -247,6 +284,8 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             }
             let mut sealed = Segment {
                 base_offset: base,
+                epoch,
+                inherited: scope.inherited.contains_key(&base),
                 file,
                 size: file_size,
                 next_offset: next,
@@ -271,12 +310,14 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
             0
         };
         let mut index = if start > 0 {
-            existing_index_prefix(storage, dir, base, start, replay_from).await?
+            existing_index_prefix(storage, dir, base, epoch, start, replay_from).await?
         } else {
             ActiveIndex::empty()
         };
         let mut segment = Segment {
             base_offset: base,
+            epoch,
+            inherited: scope.inherited.contains_key(&base),
             file,
             size: start,
             next_offset: if start > 0 { replay_from } else { base },
@@ -302,7 +343,11 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         .await?;
         segment.index = SegmentIndex::Active(index);
         let clean_end = segment.size == file_size;
-        if !clean_end {
+        if !clean_end && segment.inherited {
+            // Never cut a file a stale leader may still write: what counts is recorded in
+            // the claim instead (see `crate::fence`).
+            tracing::info!(dir = %dir.display(), base, size = segment.size, ?stop, "inherited segment ends early");
+        } else if !clean_end {
             segment
                 .file
                 .truncate(segment.size)
@@ -331,9 +376,7 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
     if let Some(first_doomed) = truncated_at {
         for &base in &bases[first_doomed..] {
             tracing::warn!(dir = %dir.display(), base, "deleting segment after a torn log");
-            storage.remove(&segment::log_path(dir, base)).await?;
-            storage.remove(&segment::index_path(dir, base)).await?;
-            storage.remove(&segment::time_index_path(dir, base)).await?;
+            segment::remove_files(storage, dir, base, epoch).await?;
         }
         storage.sync_dir(dir).await?;
         // The last kept segment becomes the active one again.
@@ -346,6 +389,13 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
 
     producers.truncate_to(next_offset as i64);
     epochs.truncate_from(next_offset);
+    if state_segments
+        .values()
+        .next_back()
+        .is_some_and(|last| last.inherited)
+    {
+        start_own_segment(storage, dir, &mut state_segments, next_offset, epoch).await?;
+    }
     let Some(active) = state_segments.values().next_back() else {
         return Err(EngineError::Corrupt {
             what: dir.display().to_string(),
@@ -396,9 +446,43 @@ pub(crate) async fn recover(storage: &Storage, dir: &Path, config: &LogConfig) -
         epochs,
         tail_cache: TailCache::new(config.tail_cache_bytes),
         poisoned: None,
+        fenced: None,
         closed: false,
         max_timestamp,
     })
+}
+
+/// Ends an inherited last segment, which a stale leader may still append to, and starts
+/// one of `epoch`'s own at `next_offset` for the appends (see [`crate::fence`]). The
+/// inherited one is fdatasync'd first: what recovery read from it may have been written but
+/// not yet synced by its writer. It then gets index files of its own (it is sealed, without
+/// truncating it), or, when empty, is dropped so that no two segments share a base.
+async fn start_own_segment(
+    storage: &Storage,
+    dir: &Path,
+    segments: &mut std::collections::BTreeMap<u64, Segment>,
+    next_offset: u64,
+    epoch: u32,
+) -> Result<()> {
+    let Some((base, mut last)) = segments.pop_last() else {
+        return Ok(());
+    };
+    last.file
+        .fdatasync()
+        .await
+        .map_err(|e| EngineError::io("syncing an inherited segment", e))?;
+    if last.size == 0 {
+        let _ = last.file.close().await;
+        segment::remove_files(storage, dir, base, epoch).await?;
+    } else {
+        last.seal_job().run(storage, dir).await?;
+        last.mark_sealed();
+        segments.insert(base, last);
+    }
+    let own = Segment::create(storage, dir, next_offset, epoch).await?;
+    storage.sync_dir(dir).await?;
+    segments.insert(next_offset, own);
+    Ok(())
 }
 
 /// The segment and byte position a recovery point names. The position is in the segment
@@ -418,16 +502,15 @@ fn locate_recovery_point(bases: &[u64], point: &RecoveryPoint) -> (u64, u64) {
     }
 }
 
-async fn segment_file_size(storage: &Storage, dir: &Path, base: u64) -> Result<u64> {
-    let file = storage
-        .open_log_file(&segment::log_path(dir, base), false)
-        .await?;
-    let size = file
-        .size()
-        .await
-        .map_err(|e| EngineError::io("sizing a segment", e));
+async fn segment_file_size(
+    storage: &Storage,
+    dir: &Path,
+    base: u64,
+    scope: &FileScope,
+) -> Result<u64> {
+    let (file, size) = open_sized(storage, dir, base, scope).await?;
     let _ = file.close().await;
-    size
+    Ok(size)
 }
 
 fn segment_holding(bases: &[u64], offset: u64) -> u64 {
@@ -444,18 +527,22 @@ async fn existing_index_prefix(
     storage: &Storage,
     dir: &Path,
     base: u64,
+    epoch: u32,
     position: u64,
     offset: u64,
 ) -> Result<ActiveIndex> {
     let mut index = ActiveIndex::empty();
-    if let Some(bytes) = storage.map_file(&segment::index_path(dir, base)).await? {
+    if let Some(bytes) = storage
+        .map_file(&segment::index_path(dir, base, epoch))
+        .await?
+    {
         index.offsets = OffsetIndex::from_bytes(&bytes);
         index
             .offsets
             .truncate_to_position(position.min(u32::MAX as u64) as u32);
     }
     if let Some(bytes) = storage
-        .map_file(&segment::time_index_path(dir, base))
+        .map_file(&segment::time_index_path(dir, base, epoch))
         .await?
     {
         index.times = TimeIndex::from_bytes(&bytes);
@@ -525,16 +612,23 @@ async fn ends_sealed(
         && end == Some(next_base as i64))
 }
 
-/// Opens segment `base`'s log file and reads its size.
-async fn open_sized(storage: &Storage, dir: &Path, base: u64) -> Result<(LogFile, u64)> {
+/// Opens segment `base`'s log file and reads its size: for an inherited segment, at most
+/// the length its claim recorded (an older leader may have appended after it).
+async fn open_sized(
+    storage: &Storage,
+    dir: &Path,
+    base: u64,
+    scope: &FileScope,
+) -> Result<(LogFile, u64)> {
     let file = storage
-        .open_log_file(&segment::log_path(dir, base), false)
+        .open_log_file(&segment::log_path(dir, base, scope.epoch), false)
         .await?;
     let size = file
         .size()
         .await
         .map_err(|e| EngineError::io("sizing a segment", e))?;
-    Ok((file, size))
+    let bound = scope.inherited.get(&base).copied().flatten();
+    Ok((file, bound.map_or(size, |bound| bound.min(size))))
 }
 
 /// A batch claiming more than this is treated as corruption rather than read.

@@ -1,5 +1,11 @@
 //! One segment of a partition log: `<base_offset:020>.log` with its `.index` and
-//! `.timeindex`.
+//! `.timeindex` (`<base_offset:020>-e<epoch>.log` and so on in a log opened at a fence
+//! epoch, see [`crate::fence`]).
+//!
+//! A segment inherited from an older epoch is a hard link to that epoch's file, which a
+//! stale leader may still append to: it is never written or truncated (sealing it writes
+//! only its own epoch's index files), and only its first `size` bytes — the length its
+//! claim recorded — count.
 //!
 //! The log file holds Kafka RecordBatch v2 batches verbatim, back to back, starting at the
 //! segment's base offset. While the segment is active its indexes live in memory and are
@@ -27,35 +33,43 @@ use crate::offset_index::{OffsetIndex, OffsetIndexView, OFFSET_INDEX_ENTRY_LEN};
 use crate::storage::{LogFile, MappedFile, Storage};
 use crate::time_index::{TimeIndex, TimeIndexView, TIME_INDEX_ENTRY_LEN};
 
-/// The file name of a segment's log, index or time index.
-pub(crate) fn file_name(base_offset: u64, extension: &str) -> String {
-    format!("{base_offset:020}.{extension}")
+/// The file name of a segment's log, index or time index at `epoch` (see
+/// [`crate::fence`]: `<base:020>.<ext>` at epoch 0, `<base:020>-e<epoch>.<ext>` after).
+pub(crate) fn file_name(base_offset: u64, epoch: u32, extension: &str) -> String {
+    let stem = crate::fence::with_epoch(&format!("{base_offset:020}"), epoch);
+    format!("{stem}.{extension}")
 }
 
-/// Parses `<20 digits>.<extension>`.
-pub(crate) fn parse_file_name(name: &str, extension: &str) -> Option<u64> {
+/// Parses `<20 digits>[-e<epoch>].<extension>` of the given epoch.
+pub(crate) fn parse_file_name(name: &str, epoch: u32, extension: &str) -> Option<u64> {
     let stem = name.strip_suffix(extension)?.strip_suffix('.')?;
-    if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+    let (stem, name_epoch) = crate::fence::split_epoch(stem);
+    if name_epoch != epoch || stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     stem.parse().ok()
 }
 
-pub(crate) fn log_path(dir: &Path, base_offset: u64) -> PathBuf {
-    dir.join(file_name(base_offset, "log"))
+pub(crate) fn log_path(dir: &Path, base_offset: u64, epoch: u32) -> PathBuf {
+    dir.join(file_name(base_offset, epoch, "log"))
 }
 
-pub(crate) fn index_path(dir: &Path, base_offset: u64) -> PathBuf {
-    dir.join(file_name(base_offset, "index"))
+pub(crate) fn index_path(dir: &Path, base_offset: u64, epoch: u32) -> PathBuf {
+    dir.join(file_name(base_offset, epoch, "index"))
 }
 
-pub(crate) fn time_index_path(dir: &Path, base_offset: u64) -> PathBuf {
-    dir.join(file_name(base_offset, "timeindex"))
+pub(crate) fn time_index_path(dir: &Path, base_offset: u64, epoch: u32) -> PathBuf {
+    dir.join(file_name(base_offset, epoch, "timeindex"))
 }
 
 /// A segment's metadata and file handle.
 pub(crate) struct Segment {
     pub base_offset: u64,
+    /// The epoch in the segment's file names (the log's epoch).
+    pub epoch: u32,
+    /// The file is a hard link to an older epoch's segment, which a stale leader may still
+    /// append to: it is never written, and only its first `size` bytes count.
+    pub inherited: bool,
     pub file: LogFile,
     /// Logical size: bytes of whole batches.
     pub size: u64,
@@ -157,10 +171,14 @@ pub(crate) struct SealedIndex {
 }
 
 impl SealedIndex {
-    pub async fn load(storage: &Storage, dir: &Path, base_offset: u64) -> Result<Self> {
+    pub async fn load(storage: &Storage, dir: &Path, base_offset: u64, epoch: u32) -> Result<Self> {
         Ok(SealedIndex {
-            offsets: storage.map_file(&index_path(dir, base_offset)).await?,
-            times: storage.map_file(&time_index_path(dir, base_offset)).await?,
+            offsets: storage
+                .map_file(&index_path(dir, base_offset, epoch))
+                .await?,
+            times: storage
+                .map_file(&time_index_path(dir, base_offset, epoch))
+                .await?,
         })
     }
 
@@ -208,12 +226,19 @@ impl SealedIndex {
 
 impl Segment {
     /// Creates a new, empty active segment file.
-    pub async fn create(storage: &Storage, dir: &Path, base_offset: u64) -> Result<Self> {
+    pub async fn create(
+        storage: &Storage,
+        dir: &Path,
+        base_offset: u64,
+        epoch: u32,
+    ) -> Result<Self> {
         let file = storage
-            .open_log_file(&log_path(dir, base_offset), true)
+            .open_log_file(&log_path(dir, base_offset, epoch), true)
             .await?;
         Ok(Segment {
             base_offset,
+            epoch,
+            inherited: false,
             file,
             size: 0,
             next_offset: base_offset,
@@ -287,6 +312,7 @@ impl Segment {
         };
         IndexPersistJob {
             base_offset: self.base_offset,
+            epoch: self.epoch,
             offsets,
             offsets_position: (start_offsets * OFFSET_INDEX_ENTRY_LEN) as u64,
             times,
@@ -305,6 +331,8 @@ impl Segment {
     /// What sealing this segment takes: exact file size, complete indexes, all synced.
     pub fn seal_job(&mut self) -> SealJob {
         SealJob {
+            // An inherited file is never written; its counted size is recorded instead.
+            truncate: !self.inherited,
             file: self.file.clone(),
             size: self.size,
             index: self.index_persist_job(),
@@ -318,17 +346,28 @@ impl Segment {
     /// Removes the segment's files.
     pub async fn delete(self, storage: &Storage, dir: &Path) -> Result<()> {
         let _ = self.file.close().await;
-        storage.remove(&log_path(dir, self.base_offset)).await?;
-        storage.remove(&index_path(dir, self.base_offset)).await?;
-        storage
-            .remove(&time_index_path(dir, self.base_offset))
-            .await
+        remove_files(storage, dir, self.base_offset, self.epoch).await
     }
+}
+
+/// Removes a segment's log and index files at `epoch`.
+pub(crate) async fn remove_files(
+    storage: &Storage,
+    dir: &Path,
+    base_offset: u64,
+    epoch: u32,
+) -> Result<()> {
+    storage.remove(&log_path(dir, base_offset, epoch)).await?;
+    storage.remove(&index_path(dir, base_offset, epoch)).await?;
+    storage
+        .remove(&time_index_path(dir, base_offset, epoch))
+        .await
 }
 
 /// Index bytes to append to a segment's index files.
 pub(crate) struct IndexPersistJob {
     base_offset: u64,
+    epoch: u32,
     offsets: Vec<u8>,
     offsets_position: u64,
     times: Vec<u8>,
@@ -341,12 +380,12 @@ impl IndexPersistJob {
     pub async fn run(self, storage: &Storage, dir: &Path) -> Result<(usize, usize)> {
         for (path, bytes, position) in [
             (
-                index_path(dir, self.base_offset),
+                index_path(dir, self.base_offset, self.epoch),
                 self.offsets,
                 self.offsets_position,
             ),
             (
-                time_index_path(dir, self.base_offset),
+                time_index_path(dir, self.base_offset, self.epoch),
                 self.times,
                 self.times_position,
             ),
@@ -373,6 +412,7 @@ impl IndexPersistJob {
 
 /// The work of sealing a segment.
 pub(crate) struct SealJob {
+    truncate: bool,
     file: LogFile,
     size: u64,
     index: IndexPersistJob,
@@ -381,10 +421,12 @@ pub(crate) struct SealJob {
 impl SealJob {
     pub async fn run(self, storage: &Storage, dir: &Path) -> Result<()> {
         let context = "sealing a segment";
-        self.file
-            .truncate(self.size)
-            .await
-            .map_err(|e| EngineError::io(context, e))?;
+        if self.truncate {
+            self.file
+                .truncate(self.size)
+                .await
+                .map_err(|e| EngineError::io(context, e))?;
+        }
         self.file
             .fdatasync()
             .await

@@ -202,8 +202,118 @@ impl Storage {
                     .map_err(|e| EngineError::io(context, e))
             }
             Storage::Memory(store) => {
-                let file = store.get_or_create(relative);
-                *lock(&file) = bytes;
+                // A rename gives the name a new file; another name of the old file (a hard
+                // link) keeps the old contents.
+                lock(&store.files).insert(relative.to_path_buf(), Arc::new(Mutex::new(bytes)));
+                Ok(())
+            }
+        }
+    }
+
+    /// Creates an empty file that must not exist yet (`O_EXCL`), fsyncs it and its
+    /// directory. Returns false, creating nothing, when the file already exists. On a shared
+    /// volume this is the claim primitive of [`crate::fence`]: of several brokers creating
+    /// the same name, exactly one succeeds, and the name is visible to all once it returns.
+    pub async fn create_new_durable(&self, relative: &Path) -> Result<bool> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("creating {}", relative.display());
+                blocking(move || -> std::io::Result<bool> {
+                    let file = match std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&path)
+                    {
+                        Ok(file) => file,
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                            return Ok(false)
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    file.sync_all()?;
+                    if let Some(parent) = path.parent() {
+                        std::fs::File::open(parent)?.sync_all()?;
+                    }
+                    Ok(true)
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                let mut files = lock(&store.files);
+                if files.contains_key(relative) {
+                    return Ok(false);
+                }
+                files.insert(relative.to_path_buf(), MemoryFile::default());
+                Ok(true)
+            }
+        }
+    }
+
+    /// Gives the file `from` a second name `to` (a hard link: both names are one file, and
+    /// removing either leaves the other). Returns false when `from` does not exist. `to`
+    /// must not exist. The directory is not fsynced: callers sync it once after a batch.
+    pub async fn hard_link(&self, from: &Path, to: &Path) -> Result<bool> {
+        match self {
+            Storage::Disk(_) => {
+                let (from_path, to_path) = (self.absolute(from), self.absolute(to));
+                let context = format!("linking {} to {}", to.display(), from.display());
+                blocking(move || match std::fs::hard_link(&from_path, &to_path) {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                    Err(e) => Err(e),
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                let mut files = lock(&store.files);
+                let Some(file) = files.get(from).cloned() else {
+                    return Ok(false);
+                };
+                if files.contains_key(to) {
+                    return Err(EngineError::io(
+                        format!("linking {}", to.display()),
+                        std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+                    ));
+                }
+                files.insert(to.to_path_buf(), file);
+                Ok(true)
+            }
+        }
+    }
+
+    /// Writes a file under a name nobody else uses yet and fsyncs it, without the rename
+    /// and directory fsync of [`Storage::write_small_durable`]: for batches of new files
+    /// whose directory the caller fsyncs once afterwards, and which count only once a later
+    /// durable write says so.
+    pub async fn write_new_file(&self, relative: &Path, bytes: Vec<u8>) -> Result<()> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("writing {}", relative.display());
+                blocking(move || -> std::io::Result<()> {
+                    use std::io::Write;
+                    // Never through an existing name: it may be a hard link to a file
+                    // that is not ours to change.
+                    match std::fs::remove_file(&path) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                        _ => {}
+                    }
+                    let mut file = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&path)?;
+                    file.write_all(&bytes)?;
+                    file.sync_all()
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                // A new file, not the contents of one that a hard link shares.
+                lock(&store.files).insert(relative.to_path_buf(), Arc::new(Mutex::new(bytes)));
                 Ok(())
             }
         }

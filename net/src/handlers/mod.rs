@@ -69,7 +69,7 @@ pub fn error_code(error: &EngineError) -> ErrorCode {
         }
         EngineError::ProducerState(_) => ErrorCode::OutOfOrderSequenceNumber,
         EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
-        EngineError::Closed => ErrorCode::NotLeaderOrFollower,
+        EngineError::Closed | EngineError::Fenced { .. } => ErrorCode::NotLeaderOrFollower,
         EngineError::NotServed => ErrorCode::UnknownTopicOrPartition,
         EngineError::Poisoned(_) | EngineError::Corrupt { .. } | EngineError::Io { .. } => {
             ErrorCode::KafkaStorageError

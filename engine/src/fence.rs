@@ -1,0 +1,430 @@
+//! The storage fence: claims that make a stale leader's writes harmless.
+//!
+//! kaas brokers share one volume, and the leader of a partition (or the coordinator of a
+//! group) is chosen by an assignment carrying a per-partition epoch. A broker paused by the
+//! kernel, stalled or cut off may wake up still believing it leads and go on writing. The
+//! assignment cannot stop that; this module makes it harmless at the storage level.
+//!
+//! # Files
+//!
+//! In a partition directory (and the same in a group directory):
+//!
+//! ```text
+//! claims/<epoch:020>        empty; created with O_EXCL, fsynced, directory fsynced
+//! claims/<epoch:020>.end    the claim's record, written after recovery (tmp + rename)
+//! <name>-e<epoch>.<ext>     every file a leader at epoch > 0 writes carries its epoch
+//! <name>.<ext>              epoch 0: today's names, standalone mode, no claim
+//! ```
+//!
+//! The record (`.end`, big-endian): `"KCLM" | u16 version 1 | u32 epoch | u64 end offset |
+//! u32 count | count × (u64 base offset, u64 length) | u32 CRC-32 (IEEE) of everything
+//! before it`. For a partition the entries are the segments the leader inherited (hard
+//! links to an older epoch's files) and how many bytes of each count; the end offset is
+//! where the recovered log ended. A group store records no entries.
+//!
+//! # Takeover at epoch E
+//!
+//! 1. Fail with [`EngineError::Fenced`] if a claim above E exists. Create `claims/<E>` with
+//!    `O_EXCL` (a claim at E that exists already is this owner's own earlier attempt: the
+//!    controller never gives one epoch to two brokers).
+//! 2. Only now read: the base is the newest claim below E with a record (or epoch 0 when
+//!    there is none). Its checkpoint files are copied, its segment files hard-linked and
+//!    their indexes copied under epoch-E names; bytes of an inherited segment past the
+//!    length in the base's record never count.
+//! 3. Recover from the epoch-E names without writing any inherited file: a torn tail is
+//!    cut logically (the length is recorded, the file is not truncated), earlier segments
+//!    get epoch-E index files, and appends go to a new segment of epoch E at the recovered
+//!    end, never into the inherited last segment. What recovery read of the old leader's
+//!    last segment is fdatasync'd, so it is durable before anything builds on it.
+//! 4. Write `claims/<E>.end`, check for a newer claim again, then remove the names of older
+//!    epochs (the links keep the data) and their claims.
+//!
+//! Reopening at E once `claims/<E>.end` exists reads the epoch-E names, with the recorded
+//! lengths of the inherited segments, and skips the copying.
+//!
+//! # What a stale writer at epoch O < E can still do, and why nobody sees it
+//!
+//! - Append to its active segment and flush: the file is shared with E through a link, but
+//!   only the bytes below the length E recorded count for E and every later epoch, and E
+//!   recorded what was there after its claim existed. Its next flush fails (below).
+//! - Roll: the new segment is named for epoch O, which E and later epochs never read.
+//! - Seal a segment (truncate it to its exact size, write its indexes): the size is that of
+//!   its whole batches, at least what E counted; the indexes are epoch-O files (E copied
+//!   its own).
+//! - Checkpoint, write producer snapshots, delete segments by retention, delete a group:
+//!   only epoch-O names, which no newer epoch reads; removing a name leaves E's link.
+//! - Acknowledge: after each fdatasync, and before it answers anyone, a leader lists
+//!   `claims/` (one readdir per group commit). A claim above its epoch fails the flush with
+//!   [`EngineError::Fenced`] and every later call on the handle too. A write acknowledged
+//!   by O was therefore durable before E's claim existed, so E, which reads only after
+//!   claiming, sees it: acknowledged writes survive. A write O made but never acknowledged
+//!   may or may not be in E's log, as after a crash.
+//!
+//! # What the shared file system must guarantee
+//!
+//! `O_EXCL` creation is atomic and, once it returns, visible to every broker's readdir and
+//! open; data written and fdatasync'd by one broker is read by another that opens the file
+//! afterwards; hard links work. A local disk (tests, standalone) and CephFS do this. NFS
+//! does only as NFSv4 with lookup and attribute caching off for the partition and group
+//! directories (`lookupcache=none`, `actimeo=0`): otherwise a broker can miss a new claim.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{EngineError, Result};
+use crate::storage::Storage;
+
+/// Subdirectory of a partition or group directory holding the claims.
+pub const CLAIMS_DIR: &str = "claims";
+const RECORD_MAGIC: &[u8; 4] = b"KCLM";
+const RECORD_VERSION: u16 = 1;
+/// Fixed part of a record: magic, version, epoch, end offset, count, CRC.
+const RECORD_FIXED_LEN: usize = 4 + 2 + 4 + 8 + 4 + 4;
+const RECORD_ENTRY_LEN: usize = 16;
+const END_SUFFIX: &str = ".end";
+
+/// `stem` with the epoch suffix of epoch `epoch` (none for epoch 0).
+pub(crate) fn with_epoch(stem: &str, epoch: u32) -> String {
+    if epoch == 0 {
+        stem.to_owned()
+    } else {
+        format!("{stem}-e{epoch}")
+    }
+}
+
+/// Splits an epoch suffix off a stem: `("x", 3)` for `x-e3`, `(stem, 0)` without one.
+pub(crate) fn split_epoch(stem: &str) -> (&str, u32) {
+    if let Some(at) = stem.rfind("-e") {
+        let digits = &stem[at + 2..];
+        let canonical = !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && !digits.starts_with('0');
+        if let (true, Ok(epoch)) = (canonical, digits.parse::<u32>()) {
+            return (&stem[..at], epoch);
+        }
+    }
+    (stem, 0)
+}
+
+/// The epoch a file name belongs to (a `.tmp` leftover belongs to its target's epoch).
+pub(crate) fn file_epoch(name: &str) -> u32 {
+    let name = name.strip_suffix(".tmp").unwrap_or(name);
+    let stem = match name.rfind('.') {
+        Some(dot) => &name[..dot],
+        None => name,
+    };
+    split_epoch(stem).1
+}
+
+fn claims_dir(dir: &Path) -> PathBuf {
+    dir.join(CLAIMS_DIR)
+}
+
+fn claim_path(dir: &Path, epoch: u32) -> PathBuf {
+    claims_dir(dir).join(format!("{epoch:020}"))
+}
+
+fn record_path(dir: &Path, epoch: u32) -> PathBuf {
+    claims_dir(dir).join(format!("{epoch:020}{END_SUFFIX}"))
+}
+
+fn parse_claim_name(name: &str) -> Option<u32> {
+    if name.len() != 20 || !name.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    name.parse().ok()
+}
+
+/// What a claim records once its takeover has recovered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaimRecord {
+    /// The claim's epoch.
+    pub epoch: u32,
+    /// Where the recovered log ended (for a group store: the length of its new file).
+    pub end_offset: u64,
+    /// Inherited segments: (base offset, bytes that count), ascending.
+    pub segments: Vec<(u64, u64)>,
+}
+
+impl ClaimRecord {
+    /// The file's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(RECORD_FIXED_LEN + self.segments.len() * 16);
+        out.extend_from_slice(RECORD_MAGIC);
+        out.extend_from_slice(&RECORD_VERSION.to_be_bytes());
+        out.extend_from_slice(&self.epoch.to_be_bytes());
+        out.extend_from_slice(&self.end_offset.to_be_bytes());
+        out.extend_from_slice(&(self.segments.len() as u32).to_be_bytes());
+        for (base, len) in &self.segments {
+            out.extend_from_slice(&base.to_be_bytes());
+            out.extend_from_slice(&len.to_be_bytes());
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_be_bytes());
+        out
+    }
+
+    /// Parses a record, checking magic, version, length and CRC.
+    pub fn decode(bytes: &[u8]) -> Result<Self> {
+        let corrupt = |detail: &str| EngineError::Corrupt {
+            what: "claim record".into(),
+            detail: detail.into(),
+        };
+        if bytes.len() < RECORD_FIXED_LEN {
+            return Err(corrupt("too short"));
+        }
+        let (body, crc) = bytes.split_at(bytes.len() - 4);
+        let be_u32 = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let be_u64 = |b: &[u8]| {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&b[..8]);
+            u64::from_be_bytes(word)
+        };
+        if crc32fast::hash(body) != be_u32(crc) {
+            return Err(corrupt("checksum mismatch"));
+        }
+        if &body[..4] != RECORD_MAGIC {
+            return Err(corrupt("bad magic"));
+        }
+        if u16::from_be_bytes([body[4], body[5]]) != RECORD_VERSION {
+            return Err(corrupt("unknown version"));
+        }
+        let epoch = be_u32(&body[6..]);
+        let end_offset = be_u64(&body[10..]);
+        let count = be_u32(&body[18..]) as usize;
+        let entries = &body[22..];
+        if entries.len() / RECORD_ENTRY_LEN != count || entries.len() % RECORD_ENTRY_LEN != 0 {
+            return Err(corrupt("entry count does not match the length"));
+        }
+        let segments = entries
+            .chunks_exact(RECORD_ENTRY_LEN)
+            .map(|entry| (be_u64(entry), be_u64(&entry[8..])))
+            .collect();
+        Ok(ClaimRecord {
+            epoch,
+            end_offset,
+            segments,
+        })
+    }
+
+    /// The counted length of inherited segment `base`, if this record lists it.
+    pub fn length_of(&self, base: u64) -> Option<u64> {
+        self.segments
+            .binary_search_by_key(&base, |(b, _)| *b)
+            .ok()
+            .map(|i| self.segments[i].1)
+    }
+}
+
+/// The epochs of every claim in `dir`, ascending.
+pub async fn claims(storage: &Storage, dir: &Path) -> Result<Vec<u32>> {
+    let mut epochs: Vec<u32> = storage
+        .list_dir(&claims_dir(dir))
+        .await?
+        .iter()
+        .filter_map(|name| parse_claim_name(name))
+        .collect();
+    epochs.sort_unstable();
+    Ok(epochs)
+}
+
+/// Fails with [`EngineError::Fenced`] when a claim above `epoch` exists in `dir` (a
+/// partition or group directory, relative to the storage root): the check a leader makes
+/// after each fdatasync and before it acknowledges. One readdir of `claims/` on the
+/// blocking pool.
+pub async fn check(storage: &Storage, dir: &Path, epoch: u32) -> Result<()> {
+    match claims(storage, dir).await?.last() {
+        Some(&newest) if newest > epoch => Err(EngineError::Fenced {
+            dir: dir.display().to_string(),
+            epoch,
+            by_epoch: newest,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// What fenced a handle, kept so that every later call fails the same way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FencedBy {
+    dir: String,
+    epoch: u32,
+    by_epoch: u32,
+}
+
+impl FencedBy {
+    /// The fence an [`EngineError::Fenced`] names; `None` for any other error.
+    pub fn from_error(error: &EngineError) -> Option<Self> {
+        match error {
+            EngineError::Fenced {
+                dir,
+                epoch,
+                by_epoch,
+            } => Some(FencedBy {
+                dir: dir.clone(),
+                epoch: *epoch,
+                by_epoch: *by_epoch,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The error to answer with.
+    pub fn error(&self) -> EngineError {
+        EngineError::Fenced {
+            dir: self.dir.clone(),
+            epoch: self.epoch,
+            by_epoch: self.by_epoch,
+        }
+    }
+}
+
+/// How an open at an epoch proceeds after claiming.
+#[derive(Debug)]
+pub(crate) enum Claimed {
+    /// This epoch's takeover completed before: read its own files.
+    Reopen(ClaimRecord),
+    /// A takeover: inherit from `base_epoch` (0: today's names), whose record bounds the
+    /// segments it inherited in turn.
+    Takeover {
+        base_epoch: u32,
+        base_record: Option<ClaimRecord>,
+    },
+}
+
+/// Claims `dir` for `epoch` (step 1 of the takeover) and finds what to read (step 2).
+pub(crate) async fn claim(storage: &Storage, dir: &Path, epoch: u32) -> Result<Claimed> {
+    check(storage, dir, epoch).await?;
+    storage.create_dir_all(&claims_dir(dir)).await?;
+    let created = storage.create_new_durable(&claim_path(dir, epoch)).await?;
+    // A claim above ours made while we created ours wins; reading now would be wasted.
+    check(storage, dir, epoch).await?;
+    if !created {
+        if let Some(own) = read_record(storage, dir, epoch).await? {
+            return Ok(Claimed::Reopen(own));
+        }
+    }
+    for older in claims(storage, dir).await?.into_iter().rev() {
+        if older >= epoch {
+            continue;
+        }
+        // A claim without a record is a takeover that never finished: it acknowledged
+        // nothing, and what it wrote is garbage.
+        if let Some(record) = read_record(storage, dir, older).await? {
+            return Ok(Claimed::Takeover {
+                base_epoch: older,
+                base_record: Some(record),
+            });
+        }
+    }
+    Ok(Claimed::Takeover {
+        base_epoch: 0,
+        base_record: None,
+    })
+}
+
+async fn read_record(storage: &Storage, dir: &Path, epoch: u32) -> Result<Option<ClaimRecord>> {
+    let Some(bytes) = storage.read_small(&record_path(dir, epoch)).await? else {
+        return Ok(None);
+    };
+    match ClaimRecord::decode(&bytes) {
+        Ok(record) if record.epoch == epoch => Ok(Some(record)),
+        Ok(_) | Err(_) => {
+            tracing::warn!(dir = %dir.display(), epoch, "ignoring an unreadable claim record");
+            Ok(None)
+        }
+    }
+}
+
+/// Step 4: records the claim durably, checks it still leads, then removes the files of
+/// older epochs that `is_engine_file` recognises, and their claims.
+pub(crate) async fn complete(
+    storage: &Storage,
+    dir: &Path,
+    record: &ClaimRecord,
+    is_engine_file: fn(&str) -> bool,
+) -> Result<()> {
+    let epoch = record.epoch;
+    storage
+        .write_small_durable(&record_path(dir, epoch), record.encode())
+        .await?;
+    // After this check a newer claimant sees our record and reads only epoch-`epoch`
+    // names; before it, one that claimed may still be reading older names.
+    check(storage, dir, epoch).await?;
+    let mut removed = false;
+    for name in storage.list_dir(dir).await? {
+        if is_engine_file(&name) && file_epoch(&name) < epoch {
+            storage.remove(&dir.join(&name)).await?;
+            removed = true;
+        }
+    }
+    if removed {
+        storage.sync_dir(dir).await?;
+    }
+    let claims_dir = claims_dir(dir);
+    for name in storage.list_dir(&claims_dir).await? {
+        let stem = name.strip_suffix(".tmp").unwrap_or(&name);
+        let stem = stem.strip_suffix(END_SUFFIX).unwrap_or(stem);
+        if parse_claim_name(stem).is_some_and(|older| older < epoch) {
+            storage.remove(&claims_dir.join(&name)).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes what an unfinished takeover at `epoch` left (files of that epoch), so a retry
+/// starts clean; no other epoch ever reads them.
+pub(crate) async fn remove_unfinished(
+    storage: &Storage,
+    dir: &Path,
+    epoch: u32,
+    is_engine_file: fn(&str) -> bool,
+) -> Result<()> {
+    for name in storage.list_dir(dir).await? {
+        if is_engine_file(&name) && file_epoch(&name) == epoch {
+            storage.remove(&dir.join(&name)).await?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_suffixes_round_trip() {
+        assert_eq!(with_epoch("recovery-point", 0), "recovery-point");
+        assert_eq!(with_epoch("recovery-point", 7), "recovery-point-e7");
+        assert_eq!(split_epoch("recovery-point-e7"), ("recovery-point", 7));
+        assert_eq!(
+            split_epoch("leader-epoch-checkpoint"),
+            ("leader-epoch-checkpoint", 0)
+        );
+        assert_eq!(split_epoch("x-e07"), ("x-e07", 0));
+        assert_eq!(split_epoch("x-e"), ("x-e", 0));
+        assert_eq!(file_epoch("00000000000000000042-e3.log"), 3);
+        assert_eq!(file_epoch("00000000000000000042.log"), 0);
+        assert_eq!(file_epoch("leader-epoch-checkpoint-e12.tmp"), 12);
+        assert_eq!(file_epoch("offsets-e4.log.tmp"), 4);
+    }
+
+    #[test]
+    fn records_round_trip_and_reject_damage() {
+        let record = ClaimRecord {
+            epoch: 3,
+            end_offset: 99,
+            segments: vec![(0, 4096), (50, 123)],
+        };
+        let bytes = record.encode();
+        assert_eq!(ClaimRecord::decode(&bytes).expect("decode"), record);
+        assert_eq!(record.length_of(50), Some(123));
+        assert_eq!(record.length_of(51), None);
+        for cut in 0..bytes.len() {
+            assert!(ClaimRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        for flip in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[flip] ^= 0x10;
+            assert!(ClaimRecord::decode(&damaged).is_err(), "flip at {flip}");
+        }
+    }
+}
