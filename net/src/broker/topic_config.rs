@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kaas_engine::compression::{Codec, CompressionTarget};
 use kaas_engine::{LogConfig, TimestampType};
 
 /// Broker-wide defaults for topic configs (Apache Kafka's defaults unless set).
@@ -55,11 +56,23 @@ pub enum ConfigKey {
     MaxMessageBytes,
     /// `message.timestamp.type`.
     MessageTimestampType,
+    /// `compression.type`: `producer` keeps the producer's codec, any other value re-encodes.
+    CompressionType,
+    /// `compression.gzip.level`.
+    CompressionGzipLevel,
+    /// `compression.lz4.level`.
+    CompressionLz4Level,
+    /// `compression.zstd.level`.
+    CompressionZstdLevel,
 }
 
 /// Every settable key, in the order DescribeConfigs lists them.
 pub const SETTABLE_KEYS: &[ConfigKey] = &[
     ConfigKey::CleanupPolicy,
+    ConfigKey::CompressionGzipLevel,
+    ConfigKey::CompressionLz4Level,
+    ConfigKey::CompressionType,
+    ConfigKey::CompressionZstdLevel,
     ConfigKey::MaxMessageBytes,
     ConfigKey::MessageTimestampType,
     ConfigKey::RetentionBytes,
@@ -70,7 +83,6 @@ pub const SETTABLE_KEYS: &[ConfigKey] = &[
 
 /// Configs reported by DescribeConfigs with a fixed value (what kaas always does).
 pub const FIXED_CONFIGS: &[(&str, &str)] = &[
-    ("compression.type", "producer"),
     ("min.insync.replicas", "1"),
     ("unclean.leader.election.enable", "false"),
     ("message.timestamp.before.max.ms", "9223372036854775807"),
@@ -88,6 +100,10 @@ impl ConfigKey {
             ConfigKey::SegmentMs => "segment.ms",
             ConfigKey::MaxMessageBytes => "max.message.bytes",
             ConfigKey::MessageTimestampType => "message.timestamp.type",
+            ConfigKey::CompressionType => "compression.type",
+            ConfigKey::CompressionGzipLevel => "compression.gzip.level",
+            ConfigKey::CompressionLz4Level => "compression.lz4.level",
+            ConfigKey::CompressionZstdLevel => "compression.zstd.level",
         }
     }
 
@@ -106,6 +122,10 @@ impl ConfigKey {
             ConfigKey::SegmentMs => defaults.segment_ms.to_string(),
             ConfigKey::MaxMessageBytes => defaults.max_message_bytes.to_string(),
             ConfigKey::MessageTimestampType => "CreateTime".into(),
+            ConfigKey::CompressionType => "producer".into(),
+            ConfigKey::CompressionGzipLevel => "-1".into(),
+            ConfigKey::CompressionLz4Level => "9".into(),
+            ConfigKey::CompressionZstdLevel => "3".into(),
         }
     }
 
@@ -113,8 +133,12 @@ impl ConfigKey {
     pub fn type_code(self) -> i8 {
         match self {
             ConfigKey::CleanupPolicy => 7,
-            ConfigKey::MessageTimestampType => 2,
-            ConfigKey::SegmentBytes | ConfigKey::MaxMessageBytes => 3,
+            ConfigKey::MessageTimestampType | ConfigKey::CompressionType => 2,
+            ConfigKey::SegmentBytes
+            | ConfigKey::MaxMessageBytes
+            | ConfigKey::CompressionGzipLevel
+            | ConfigKey::CompressionLz4Level
+            | ConfigKey::CompressionZstdLevel => 3,
             _ => 4,
         }
     }
@@ -151,6 +175,18 @@ impl ConfigKey {
                     "Invalid value {value} for configuration message.timestamp.type: must be CreateTime or LogAppendTime"
                 ))),
             },
+            ConfigKey::CompressionType => match value {
+                "producer" | "uncompressed" | "gzip" | "snappy" | "lz4" | "zstd" => Ok(()),
+                _ => Err(InvalidConfig(format!(
+                    "Invalid value {value} for configuration compression.type: String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"
+                ))),
+            },
+            ConfigKey::CompressionGzipLevel => match value.trim() {
+                "-1" => Ok(()),
+                _ => number(1, 9),
+            },
+            ConfigKey::CompressionLz4Level => number(1, 17),
+            ConfigKey::CompressionZstdLevel => number(-131_072, 22),
         }
     }
 }
@@ -211,6 +247,23 @@ impl TopicConfig {
         self.value(key, defaults).parse().unwrap_or(-1)
     }
 
+    /// The codec and level batches are stored in; `None` for `producer` (kept as sent).
+    pub fn compression_target(&self, defaults: &TopicDefaults) -> Option<CompressionTarget> {
+        let (codec, level_key) = match self.value(ConfigKey::CompressionType, defaults).as_str() {
+            "uncompressed" => (Codec::None, None),
+            "gzip" => (Codec::Gzip, Some(ConfigKey::CompressionGzipLevel)),
+            "snappy" => (Codec::Snappy, None),
+            "lz4" => (Codec::Lz4, Some(ConfigKey::CompressionLz4Level)),
+            "zstd" => (Codec::Zstd, Some(ConfigKey::CompressionZstdLevel)),
+            _ => return None,
+        };
+        let level = level_key
+            .map(|key| self.number(key, defaults))
+            .and_then(|level| i32::try_from(level).ok())
+            .filter(|&level| level != -1);
+        Some(CompressionTarget { codec, level })
+    }
+
     /// The engine settings these configs mean.
     pub fn log_config(&self, defaults: &TopicDefaults) -> LogConfig {
         let retention_ms = self.number(ConfigKey::RetentionMs, defaults);
@@ -230,6 +283,7 @@ impl TopicConfig {
             } else {
                 TimestampType::CreateTime
             },
+            compression: self.compression_target(defaults),
             ..LogConfig::default()
         }
     }
