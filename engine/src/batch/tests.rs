@@ -588,3 +588,76 @@ proptest! {
         prop_assert!(found <= bytes.len() / BATCH_HEADER_LEN);
     }
 }
+
+#[test]
+fn test_recompression_rewrites_codec_length_and_crc_only() {
+    let mut plain = sample();
+    // LogAppendTime and transactional bits must survive the re-encoding.
+    patch(
+        &mut plain,
+        ATTRIBUTES_POS,
+        &(TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK).to_be_bytes(),
+    );
+    let before = BatchHeader::parse(&plain).unwrap();
+    for codec in CODECS {
+        let target = CompressionTarget {
+            codec,
+            level: Some(1),
+        };
+        let batch = recompress::recompress_batches(&plain, target, MAX)
+            .unwrap()
+            .unwrap();
+        let after = validate_batches(&batch, MAX).unwrap()[0].header;
+        assert_eq!(after.codec(), Some(codec));
+        assert_eq!(
+            after.attributes & !COMPRESSION_CODEC_MASK,
+            before.attributes,
+            "{codec:?}"
+        );
+        assert_eq!(after.total_len(), batch.len());
+        assert_eq!(after.crc, compute_crc(&batch));
+        let unchanged = |h: &BatchHeader| {
+            (
+                h.base_offset,
+                h.partition_leader_epoch,
+                h.last_offset_delta,
+                h.base_timestamp,
+                h.max_timestamp,
+                h.producer_id,
+                h.producer_epoch,
+                h.base_sequence,
+                h.records_count,
+            )
+        };
+        assert_eq!(unchanged(&after), unchanged(&before), "{codec:?}");
+        // Back to uncompressed gives the producer's records byte for byte.
+        let none = CompressionTarget {
+            codec: Codec::None,
+            level: None,
+        };
+        let back = recompress::recompress_batches(&batch, none, MAX)
+            .unwrap()
+            .unwrap();
+        assert_eq!(&back[BATCH_HEADER_LEN..], &plain[BATCH_HEADER_LEN..]);
+        // Already in the target codec: nothing to rewrite.
+        assert_eq!(
+            recompress::recompress_batches(&batch, target, MAX),
+            Ok(None)
+        );
+    }
+}
+
+#[test]
+fn test_recompression_refuses_what_validation_refuses() {
+    let mut corrupt = sample();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 1;
+    let target = CompressionTarget {
+        codec: Codec::Zstd,
+        level: None,
+    };
+    assert!(matches!(
+        recompress::recompress_batches(&corrupt, target, MAX),
+        Err(BatchError::CrcMismatch { .. })
+    ));
+}
