@@ -28,7 +28,9 @@
 //! - Decompressed output never passes the caller's cap: the output grows with the bytes
 //!   actually decoded and one byte too many is [`CompressionError::TooLarge`]. A raw snappy
 //!   block declares its length up front, which is checked against the cap before anything is
-//!   allocated; zstd decodes in one pass into a buffer of at most the cap (no window buffer).
+//!   allocated. zstd decodes in one pass (so no window buffer, whatever window a frame
+//!   declares) into room that starts at a guess and grows fourfold, to at most one byte past
+//!   the cap.
 //! - The streaming decoders' own memory is bounded apart from the output: gzip keeps a 32 KiB
 //!   window, lz4 buffers sized by the frame's declared block size (4 MiB blocks at most).
 //! - The output buffer is the caller's: the produce path passes one per-thread scratch buffer
