@@ -7,7 +7,7 @@
 # BASE_BINARY is a release build from before the change (for example built by
 # perf/compare-builds.sh into $CARGO_TARGET_DIR/compare-base/release/kaas), HEAD_BINARY one
 # with it. Both start with fresh data directories and `kaas-bench matrix` runs them in
-# alternation (base, then head, sample by sample): 1 KiB records, acks=all, 16 partitions,
+# alternation (base, then head, cell by cell): 1 KiB records, acks=all, 16 partitions,
 # 5 samples per codec, so the ratios come from one run on one machine. Results:
 # DIR/lz4/RESULTS.md and DIR/zstd/RESULTS.md (default /tmp/kaas-validation-cost); ratios are
 # head / base.
@@ -43,7 +43,8 @@ trap cleanup EXIT
 rm -rf "$work"
 mkdir -p "$work" "$out"
 
-(cd "$repo" && cargo build --release -p kaas-bench)
+# Built together with kaas, as compare-builds.sh does (the same features, so no rebuild).
+(cd "$repo" && cargo build --release -p kaas -p kaas-bench)
 start_kaas "$base_bin" "$work/base" "$base_port" "$((base_port + 552))"
 pids+=("$kaas_pid")
 start_kaas "$head_bin" "$work/head" "$head_port" "$((head_port + 552))"
