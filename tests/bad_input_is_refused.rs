@@ -4,11 +4,13 @@
 mod support;
 
 use bytes::Bytes;
-use kaas_engine::batch::{encode_batch_for_tests, BatchHeader};
+use kaas_engine::batch::recompress::recompress_batches;
+use kaas_engine::batch::{compute_crc, encode_batch_for_tests, BatchHeader, CRC_POS};
+use kaas_engine::compression::{Codec, CompressionTarget};
 use kaas_net::protocol::messages::api_versions::ApiVersionsRequest;
 use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
 use kaas_net::protocol::{ErrorCode, Response};
-use support::{Kaas, WireClient};
+use support::{produce_request, Kaas, WireClient};
 
 fn hex(text: &str) -> Vec<u8> {
     (0..text.len())
@@ -135,8 +137,8 @@ fn a_corrupt_batch_fails_only_its_partition_and_stored_data_is_untouched() {
     let mut liar = encode_batch_for_tests(&[(None, Some(b"x"))], 1_000, -1, 0, -1);
     liar[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
     liar[23..27].copy_from_slice(&(i32::MAX - 1).to_be_bytes());
-    let results = client.produce("guarded", vec![(0, liar)]);
-    assert_eq!(results[0].1, ErrorCode::CorruptMessage.code());
+    let results = client.produce("guarded", vec![(0, with_fresh_crc(liar))]);
+    assert_eq!(results[0].1, ErrorCode::InvalidRecord.code());
 
     let big_value = vec![7u8; 5000];
     let oversized = encode_batch_for_tests(&[(None, Some(&big_value))], 1_000, -1, 0, -1);
@@ -148,5 +150,83 @@ fn a_corrupt_batch_fails_only_its_partition_and_stored_data_is_untouched() {
     let header = BatchHeader::parse(&stored[0]).expect("header");
     assert_eq!(header.base_offset, 0);
     assert_eq!(&stored[0][61..], &good[61..], "records stored verbatim");
+    assert_still_serving(&kaas);
+}
+
+/// `batch` with its CRC computed again, so only the intended check can fail.
+fn with_fresh_crc(mut batch: Vec<u8>) -> Vec<u8> {
+    let crc = compute_crc(&batch);
+    batch[CRC_POS..CRC_POS + 4].copy_from_slice(&crc.to_be_bytes());
+    batch
+}
+
+fn in_codec(batch: &[u8], codec: Codec) -> Vec<u8> {
+    let target = CompressionTarget { codec, level: None };
+    recompress_batches(batch, target, usize::MAX)
+        .expect("valid batch")
+        .expect("re-encoded")
+}
+
+#[test]
+fn compressed_batches_are_validated_and_refused_with_kafkas_codes() {
+    let kaas = Kaas::start(None, &[]);
+    let mut client = kaas.client();
+    client.create_topic("squeezed", 1, &[]);
+    let plain = encode_batch_for_tests(
+        &[(Some(b"k"), Some(b"one")), (None, Some(b"two"))],
+        1_000,
+        -1,
+        0,
+        -1,
+    );
+    let good = in_codec(&plain, Codec::Lz4);
+    assert_eq!(
+        client.produce("squeezed", vec![(0, good.clone())]),
+        vec![(0, 0, 0)]
+    );
+
+    // A CRC-valid lz4 batch whose records section is not lz4: Kafka 4.4 answers
+    // UNKNOWN_SERVER_ERROR (its decoder's exception), and stores nothing.
+    let mut undecodable = good.clone();
+    let section_end = undecodable.len();
+    for byte in &mut undecodable[61 + 8..section_end] {
+        *byte ^= 0x5a;
+    }
+    let undecodable = with_fresh_crc(undecodable);
+    let results = client.produce("squeezed", vec![(0, undecodable)]);
+    assert_eq!(results[0].1, ErrorCode::UnknownServerError.code());
+
+    // Three records claimed, two inside: INVALID_RECORD.
+    let mut miscounted = in_codec(&plain, Codec::Zstd);
+    miscounted[57..61].copy_from_slice(&3i32.to_be_bytes());
+    miscounted[23..27].copy_from_slice(&2i32.to_be_bytes());
+    let results = client.produce("squeezed", vec![(0, with_fresh_crc(miscounted))]);
+    assert_eq!(results[0].1, ErrorCode::InvalidRecord.code());
+
+    // The first record's offsetDelta is 1: INVALID_RECORD naming record 0.
+    let mut shifted = plain.clone();
+    shifted[64] = 1 << 1;
+    let request = produce_request("squeezed", vec![(0, with_fresh_crc(shifted))]);
+    match client.call(9, &request) {
+        Response::Produce(r) => {
+            let partition = &r.responses[0].partition_responses[0];
+            assert_eq!(partition.error_code, ErrorCode::InvalidRecord.code());
+            assert_eq!(partition.record_errors.len(), 1);
+            assert_eq!(partition.record_errors[0].batch_index, 0);
+            assert!(partition.error_message.is_some());
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+
+    // Two batches for one partition: INVALID_RECORD, as Kafka answers Produce v3 and later.
+    let two = [plain.clone(), plain.clone()].concat();
+    let results = client.produce("squeezed", vec![(0, two)]);
+    assert_eq!(results[0].1, ErrorCode::InvalidRecord.code());
+
+    // Nothing of the refused batches was stored: a consumer reads the first batch only,
+    // byte for byte as produced (still lz4).
+    let stored = fetch_all(&mut client, "squeezed", 0);
+    assert_eq!(stored.len(), 1);
+    assert_eq!(&stored[0][21..], &good[21..]);
     assert_still_serving(&kaas);
 }

@@ -37,10 +37,17 @@
 //!
 //! # Validation
 //!
-//! [`validate_batches`] is for untrusted producer input: framing, magic, size limit, CRC,
-//! codec, record count, and for uncompressed batches a walk of every record. Every length is
-//! checked against the bytes present before it is used, and nothing is allocated from a
-//! count, so a hostile header claiming 2^31 records costs a comparison.
+//! [`validate_batches`] is for untrusted producer input, in Apache Kafka's order: size limit,
+//! framing, magic and CRC (a mismatch is corruption in transit), then the header's rules
+//! (codec, `recordsCount == lastOffsetDelta + 1`, no control batch, a sequence number when a
+//! producer id is set), then a walk of every record: exactly `recordsCount` records filling
+//! the section, each well formed (varint lengths within its bounds, headers complete) and
+//! carrying `offsetDelta` equal to its position. A compressed batch is decompressed once for
+//! that walk, into a per-thread scratch buffer, with the output capped at the maximum batch
+//! size (a batch inflating past it is refused); what is stored stays the producer's bytes.
+//! Both kinds of batch take the same walk. Every length is checked against the bytes present
+//! before it is used, and nothing is allocated from a count, so a hostile header claiming
+//! 2^31 records costs a comparison.
 //!
 //! # What a crash leaves behind
 //!
@@ -55,6 +62,10 @@
 use std::ops::Range;
 
 use thiserror::Error;
+
+use crate::compression::{self, Codec, CompressionError};
+
+pub mod recompress;
 
 /// Position of `baseOffset` (i64).
 pub const BASE_OFFSET_POS: usize = 0;
@@ -152,9 +163,34 @@ pub enum BatchError {
     /// The compression codec is not one Kafka defines (0..=4).
     #[error("invalid compression codec {0}")]
     InvalidCompression(u8),
-    /// The records of an uncompressed batch do not parse or do not fill it exactly.
+    /// The records (decompressed first when the batch is compressed) do not parse, do not
+    /// fill the section exactly, or are not as many as `recordsCount` says.
     #[error("invalid records: {0}")]
     InvalidRecords(&'static str),
+    /// A record's `offsetDelta` is not its position in the batch (records are numbered 0 to
+    /// `recordsCount - 1`, in order).
+    #[error("record {index} has offsetDelta {found}, expected {index}")]
+    OffsetDeltaMismatch {
+        /// Position of the record in the batch.
+        index: u32,
+        /// The `offsetDelta` it carries.
+        found: i32,
+    },
+    /// The compressed records section does not decompress, or decompresses to more than the
+    /// maximum batch size.
+    #[error("{0}")]
+    Compression(#[from] CompressionError),
+    /// A client sent a control batch (transaction marker); only the broker writes those.
+    #[error("clients are not allowed to write control batches")]
+    ControlBatch,
+    /// An idempotent producer's batch (producer id set) carries no sequence number.
+    #[error("invalid sequence number {base_sequence} in a batch with producerId {producer_id}")]
+    MissingSequence {
+        /// The batch's `producerId`.
+        producer_id: i64,
+        /// The batch's `baseSequence`.
+        base_sequence: i32,
+    },
 }
 
 /// Meaning of the batch's timestamps (`attributes` bit 3).
@@ -267,6 +303,11 @@ impl BatchHeader {
         (self.attributes & COMPRESSION_CODEC_MASK) as u8
     }
 
+    /// The batch's codec; `None` for the ids Kafka leaves undefined.
+    pub fn codec(&self) -> Option<Codec> {
+        Codec::from_id(self.compression_id())
+    }
+
     /// Whether timestamps are producer-set or broker-set.
     pub fn timestamp_type(&self) -> TimestampType {
         if self.attributes & TIMESTAMP_TYPE_MASK != 0 {
@@ -373,7 +414,8 @@ pub fn validate_batches(
     let mut summaries = Vec::new();
     let mut pos = 0;
     while pos < buf.len() {
-        let (header, total) = check_batch(&buf[pos..], max_batch_bytes, true)?;
+        let (header, total) = check_batch(&buf[pos..], max_batch_bytes, RecordWalk::All)?;
+        check_producer_rules(&header)?;
         summaries.push(BatchSummary {
             range: pos..pos + total,
             header,
@@ -384,11 +426,36 @@ pub fn validate_batches(
     Ok(summaries)
 }
 
+/// Rules for batches a client sends that do not apply to what the log already holds.
+fn check_producer_rules(header: &BatchHeader) -> Result<(), BatchError> {
+    if header.is_control() {
+        return Err(BatchError::ControlBatch);
+    }
+    if header.has_producer_id() && header.base_sequence < 0 {
+        return Err(BatchError::MissingSequence {
+            producer_id: header.producer_id,
+            base_sequence: header.base_sequence,
+        });
+    }
+    Ok(())
+}
+
+/// Which batches [`check_batch`] walks record by record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RecordWalk {
+    /// None: framing, header and CRC only.
+    Nothing,
+    /// Uncompressed batches only (offline checks of stored segments).
+    Uncompressed,
+    /// Every batch, decompressing compressed ones (producer input).
+    All,
+}
+
 /// Checks the batch at the start of `buf`; returns its header and total length.
 fn check_batch(
     buf: &[u8],
     max_batch_bytes: usize,
-    walk_records: bool,
+    walk: RecordWalk,
 ) -> Result<(BatchHeader, usize), BatchError> {
     if buf.len() < LOG_OVERHEAD {
         return Err(BatchError::Truncated {
@@ -425,8 +492,17 @@ fn check_batch(
         });
     }
     header.check_counts()?;
-    if walk_records && header.compression_id() == 0 {
-        walk_records_exact(&batch[BATCH_HEADER_LEN..], header.records_count)?;
+    let section = &batch[BATCH_HEADER_LEN..];
+    match header.codec() {
+        Some(Codec::None) if walk != RecordWalk::Nothing => {
+            walk_records_exact(section, header.records_count)?;
+        }
+        Some(codec) if walk == RecordWalk::All => compression::with_scratch(|records| {
+            compression::decompress(codec, section, records, max_batch_bytes)?;
+            walk_records_exact(records, header.records_count)
+        })?,
+        // The other cases walk nothing (check_counts refused undefined codecs).
+        _ => {}
     }
     Ok((header, total))
 }
@@ -442,12 +518,18 @@ fn walk_records_exact(records: &[u8], count: i32) -> Result<(), BatchError> {
         ));
     }
     let mut cursor = Cursor::new(records);
-    for _ in 0..count {
+    for index in 0..count {
         let len = cursor.varint()?;
         let len = usize::try_from(len)
             .map_err(|_| BatchError::InvalidRecords("negative record length"))?;
         let body = cursor.take(len)?;
-        check_record_body(body)?;
+        let offset_delta = check_record_body(body)?;
+        if usize::try_from(offset_delta).ok() != Some(index) {
+            return Err(BatchError::OffsetDeltaMismatch {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+                found: offset_delta,
+            });
+        }
     }
     if cursor.remaining() != 0 {
         return Err(BatchError::InvalidRecords("bytes after the last record"));
@@ -455,11 +537,12 @@ fn walk_records_exact(records: &[u8], count: i32) -> Result<(), BatchError> {
     Ok(())
 }
 
-fn check_record_body(body: &[u8]) -> Result<(), BatchError> {
+/// Checks one record's fields fill its body exactly; returns its `offsetDelta`.
+fn check_record_body(body: &[u8]) -> Result<i32, BatchError> {
     let mut cursor = Cursor::new(body);
     cursor.take(1)?; // attributes: unused in v2
     cursor.varlong()?; // timestampDelta
-    cursor.varint()?; // offsetDelta
+    let offset_delta = cursor.varint()?;
     cursor.nullable_bytes()?; // key
     cursor.nullable_bytes()?; // value
     let headers = cursor.varint()?;
@@ -479,7 +562,7 @@ fn check_record_body(body: &[u8]) -> Result<(), BatchError> {
             "record length does not match its fields",
         ));
     }
-    Ok(())
+    Ok(offset_delta)
 }
 
 /// Bounds-checked reader over record bytes.
@@ -716,7 +799,12 @@ impl Iterator for BatchScan<'_> {
             self.stop = Some(ScanStop::EndOfData);
             return None;
         }
-        match check_batch(rest, usize::MAX, self.walk_records) {
+        let walk = if self.walk_records {
+            RecordWalk::Uncompressed
+        } else {
+            RecordWalk::Nothing
+        };
+        match check_batch(rest, usize::MAX, walk) {
             Ok((header, total_len)) => {
                 let batch = ScannedBatch {
                     position: self.valid_end(),

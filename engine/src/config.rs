@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::compression::CompressionTarget;
+
 /// Which timestamp a batch carries once stored (`message.timestamp.type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimestampType {
@@ -35,6 +37,10 @@ pub struct LogConfig {
     pub write_chunk_bytes: usize,
     /// Bytes of the newest batches kept in memory to serve tailing readers without disk reads.
     pub tail_cache_bytes: usize,
+    /// The codec batches are stored in (`compression.type`); `None` keeps the producer's.
+    /// Produce re-encodes with [`crate::batch::recompress::recompress_batches`] before the
+    /// append.
+    pub compression: Option<CompressionTarget>,
 }
 
 impl Default for LogConfig {
@@ -50,6 +56,7 @@ impl Default for LogConfig {
             preallocate_step: 32 << 20,
             write_chunk_bytes: 256 << 10,
             tail_cache_bytes: 1 << 20,
+            compression: None,
         }
     }
 }

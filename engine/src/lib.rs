@@ -5,6 +5,7 @@
 pub mod aligned_buffer;
 pub mod batch;
 pub mod checkpoint;
+pub mod compression;
 pub mod config;
 pub mod data_dir_lock;
 pub mod dma_probe;

@@ -3,6 +3,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::compression::{self, Codec, CompressionError, CompressionTarget};
 
 const MAX: usize = 1 << 20;
 
@@ -181,17 +182,148 @@ fn test_unknown_codec_is_rejected() {
     );
 }
 
-#[test]
-fn test_compressed_records_are_not_walked() {
+/// `sample()` re-encoded in `codec`.
+fn compressed(codec: Codec) -> Vec<u8> {
+    let target = CompressionTarget { codec, level: None };
+    recompress::recompress_batches(&sample(), target, MAX)
+        .unwrap()
+        .unwrap()
+}
+
+/// A batch in `codec` whose records section is `section` (CRC and length repaired).
+fn with_section(codec: Codec, section: &[u8]) -> Vec<u8> {
     let mut batch = sample();
-    patch(&mut batch, ATTRIBUTES_POS, &4i16.to_be_bytes());
-    let len = batch.len();
+    batch.truncate(BATCH_HEADER_LEN);
+    batch.extend_from_slice(section);
+    let length = (batch.len() - LOG_OVERHEAD) as i32;
+    batch[BATCH_LENGTH_POS..][..4].copy_from_slice(&length.to_be_bytes());
     patch(
         &mut batch,
-        BATCH_HEADER_LEN,
-        &[0xff; 4][..(len - BATCH_HEADER_LEN).min(4)],
+        ATTRIBUTES_POS,
+        &i16::from(codec.id()).to_be_bytes(),
     );
-    assert!(validate_batches(&batch, MAX).is_ok());
+    batch
+}
+
+const CODECS: [Codec; 4] = [Codec::Gzip, Codec::Snappy, Codec::Lz4, Codec::Zstd];
+
+#[test]
+fn test_compressed_batches_validate_in_every_codec() {
+    for codec in CODECS {
+        let batch = compressed(codec);
+        assert_eq!(BatchHeader::parse(&batch).unwrap().codec(), Some(codec));
+        let summaries = validate_batches(&batch, MAX).unwrap();
+        assert_eq!(summaries[0].record_count, 3, "{codec:?}");
+    }
+}
+
+#[test]
+fn test_compressed_records_that_do_not_decompress_are_refused() {
+    for codec in CODECS {
+        let batch = with_section(codec, b"these bytes are not compressed data at all");
+        let error = validate_batches(&batch, MAX).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                BatchError::Compression(CompressionError::Corrupt { .. })
+                    | BatchError::Compression(CompressionError::TooLarge { .. })
+            ),
+            "{codec:?}: {error:?}"
+        );
+    }
+}
+
+#[test]
+fn test_compressed_records_are_walked_against_the_header() {
+    for codec in CODECS {
+        // The header claims four records; three are inside.
+        let mut batch = compressed(codec);
+        set_counts(&mut batch, 4, 3);
+        assert!(
+            matches!(
+                validate_batches(&batch, MAX),
+                Err(BatchError::InvalidRecords(_))
+            ),
+            "{codec:?}"
+        );
+        // The header claims two; three are inside.
+        let mut batch = compressed(codec);
+        set_counts(&mut batch, 2, 1);
+        assert_eq!(
+            validate_batches(&batch, MAX),
+            Err(BatchError::InvalidRecords("bytes after the last record")),
+            "{codec:?}"
+        );
+    }
+}
+
+#[test]
+fn test_offset_deltas_must_count_from_zero_in_order() {
+    // Record 0 is at byte 61: length, attributes, timestampDelta, then offsetDelta.
+    let mut plain = sample();
+    patch(&mut plain, BATCH_HEADER_LEN + 3, &[2 << 1]);
+    let expected = Err(BatchError::OffsetDeltaMismatch { index: 0, found: 2 });
+    assert_eq!(validate_batches(&plain, MAX), expected);
+    let mut section = Vec::new();
+    compression::compress(Codec::Lz4, None, &plain[BATCH_HEADER_LEN..], &mut section).unwrap();
+    assert_eq!(
+        validate_batches(&with_section(Codec::Lz4, &section), MAX),
+        expected
+    );
+}
+
+#[test]
+fn test_client_rules_refuse_control_batches_and_missing_sequences() {
+    let mut control = sample();
+    patch(&mut control, ATTRIBUTES_POS, &CONTROL_MASK.to_be_bytes());
+    assert_eq!(
+        validate_batches(&control, MAX),
+        Err(BatchError::ControlBatch)
+    );
+    let no_sequence = encode_batch_for_tests(&[(None, Some(b"v"))], 1, 9, 0, -1);
+    assert_eq!(
+        validate_batches(&no_sequence, MAX),
+        Err(BatchError::MissingSequence {
+            producer_id: 9,
+            base_sequence: -1
+        })
+    );
+}
+
+#[test]
+fn test_snappy_bomb_is_refused_by_its_declared_length() {
+    // A raw snappy block whose preamble declares 2^32 - 1 bytes: 67 bytes in all.
+    let bomb = with_section(Codec::Snappy, &[0xff, 0xff, 0xff, 0xff, 0x0f, 0x00]);
+    assert_eq!(bomb.len(), 67);
+    assert_eq!(
+        validate_batches(&bomb, MAX),
+        Err(BatchError::Compression(CompressionError::TooLarge {
+            cap: MAX
+        }))
+    );
+}
+
+#[test]
+fn test_records_inflating_past_the_maximum_are_refused() {
+    let value = vec![0u8; 4096];
+    let records: Vec<TestRecord<'_>> = (0..64).map(|_| (None, Some(&value[..]))).collect();
+    let plain = encode_batch_for_tests(&records, 1, -1, 0, -1);
+    for codec in CODECS {
+        let target = CompressionTarget { codec, level: None };
+        let batch = recompress::recompress_batches(&plain, target, usize::MAX)
+            .unwrap()
+            .unwrap();
+        // Small on the wire, 256 KiB of records: a cap between the two refuses it.
+        assert!(batch.len() < 64 << 10, "{codec:?}: {}", batch.len());
+        assert_eq!(
+            validate_batches(&batch, 128 << 10),
+            Err(BatchError::Compression(CompressionError::TooLarge {
+                cap: 128 << 10
+            })),
+            "{codec:?}"
+        );
+        assert!(validate_batches(&batch, 512 << 10).is_ok(), "{codec:?}");
+    }
 }
 
 #[test]
@@ -455,4 +587,77 @@ proptest! {
         prop_assert!(scan.valid_end() as usize <= bytes.len());
         prop_assert!(found <= bytes.len() / BATCH_HEADER_LEN);
     }
+}
+
+#[test]
+fn test_recompression_rewrites_codec_length_and_crc_only() {
+    let mut plain = sample();
+    // LogAppendTime and transactional bits must survive the re-encoding.
+    patch(
+        &mut plain,
+        ATTRIBUTES_POS,
+        &(TIMESTAMP_TYPE_MASK | TRANSACTIONAL_MASK).to_be_bytes(),
+    );
+    let before = BatchHeader::parse(&plain).unwrap();
+    for codec in CODECS {
+        let target = CompressionTarget {
+            codec,
+            level: Some(1),
+        };
+        let batch = recompress::recompress_batches(&plain, target, MAX)
+            .unwrap()
+            .unwrap();
+        let after = validate_batches(&batch, MAX).unwrap()[0].header;
+        assert_eq!(after.codec(), Some(codec));
+        assert_eq!(
+            after.attributes & !COMPRESSION_CODEC_MASK,
+            before.attributes,
+            "{codec:?}"
+        );
+        assert_eq!(after.total_len(), batch.len());
+        assert_eq!(after.crc, compute_crc(&batch));
+        let unchanged = |h: &BatchHeader| {
+            (
+                h.base_offset,
+                h.partition_leader_epoch,
+                h.last_offset_delta,
+                h.base_timestamp,
+                h.max_timestamp,
+                h.producer_id,
+                h.producer_epoch,
+                h.base_sequence,
+                h.records_count,
+            )
+        };
+        assert_eq!(unchanged(&after), unchanged(&before), "{codec:?}");
+        // Back to uncompressed gives the producer's records byte for byte.
+        let none = CompressionTarget {
+            codec: Codec::None,
+            level: None,
+        };
+        let back = recompress::recompress_batches(&batch, none, MAX)
+            .unwrap()
+            .unwrap();
+        assert_eq!(&back[BATCH_HEADER_LEN..], &plain[BATCH_HEADER_LEN..]);
+        // Already in the target codec: nothing to rewrite.
+        assert_eq!(
+            recompress::recompress_batches(&batch, target, MAX),
+            Ok(None)
+        );
+    }
+}
+
+#[test]
+fn test_recompression_refuses_what_validation_refuses() {
+    let mut corrupt = sample();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 1;
+    let target = CompressionTarget {
+        codec: Codec::Zstd,
+        level: None,
+    };
+    assert!(matches!(
+        recompress::recompress_batches(&corrupt, target, MAX),
+        Err(BatchError::CrcMismatch { .. })
+    ));
 }

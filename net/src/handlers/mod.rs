@@ -49,6 +49,7 @@ use std::future::Future;
 use std::rc::Rc;
 
 use kaas_engine::batch::BatchError;
+use kaas_engine::compression::CompressionError;
 use kaas_engine::producer_state::ProducerStateError;
 use kaas_engine::EngineError;
 
@@ -62,8 +63,7 @@ pub const STANDALONE_LEADER_EPOCH: i32 = 0;
 /// The Kafka error code for an engine failure.
 pub fn error_code(error: &EngineError) -> ErrorCode {
     match error {
-        EngineError::InvalidBatch(BatchError::TooLarge { .. }) => ErrorCode::MessageTooLarge,
-        EngineError::InvalidBatch(_) => ErrorCode::CorruptMessage,
+        EngineError::InvalidBatch(batch) => batch_error_code(batch),
         EngineError::ProducerState(ProducerStateError::ProducerFenced { .. }) => {
             ErrorCode::InvalidProducerEpoch
         }
@@ -74,6 +74,33 @@ pub fn error_code(error: &EngineError) -> ErrorCode {
         EngineError::Poisoned(_) | EngineError::Corrupt { .. } | EngineError::Io { .. } => {
             ErrorCode::KafkaStorageError
         }
+    }
+}
+
+/// The Kafka error code for a refused batch: what Apache Kafka 4.4 answers for each case
+/// (checked side by side with hand-built batches). Damage in transit (CRC, a `batchLength`
+/// too small for a header) is CORRUPT_MESSAGE, which producers retry; a batch that breaks the
+/// format's rules is INVALID_RECORD, which they do not. Kafka answers UNKNOWN_SERVER_ERROR
+/// for an undefined codec id and for records that do not decompress (its decoders' exceptions
+/// reach the produce path unmapped); kaas answers the same, with an error message naming
+/// the cause. A batch that decompresses past the maximum batch size (a rule of kaas's: Kafka
+/// does not cap decompression) is MESSAGE_TOO_LARGE, so a producer splits it and sends again.
+pub fn batch_error_code(error: &BatchError) -> ErrorCode {
+    match error {
+        BatchError::CrcMismatch { .. } | BatchError::BadLength(_) => ErrorCode::CorruptMessage,
+        BatchError::TooLarge { .. }
+        | BatchError::Compression(CompressionError::TooLarge { .. }) => ErrorCode::MessageTooLarge,
+        BatchError::InvalidCompression(_)
+        | BatchError::Compression(CompressionError::Corrupt { .. })
+        | BatchError::Compression(CompressionError::Encode { .. }) => ErrorCode::UnknownServerError,
+        BatchError::Empty
+        | BatchError::Truncated { .. }
+        | BatchError::UnsupportedMagic(_)
+        | BatchError::RecordCountMismatch { .. }
+        | BatchError::InvalidRecords(_)
+        | BatchError::OffsetDeltaMismatch { .. }
+        | BatchError::ControlBatch
+        | BatchError::MissingSequence { .. } => ErrorCode::InvalidRecord,
     }
 }
 

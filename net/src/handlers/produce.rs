@@ -1,17 +1,27 @@
 //! Produce (key 0): append record batches; with acks 1 or all, answer only once they are
 //! fdatasync'd (without replication both mean "on the disk").
+//!
+//! A partition's records must be exactly one batch (Produce v3 and later, as Kafka checks).
+//! The engine validates the batch (decompressing it when compressed) and stores the
+//! producer's bytes; a topic whose `compression.type` names a codec has its batches
+//! re-encoded in that codec first, on the owner shard. A refused batch gets the code Apache
+//! Kafka gives for its fault ([`crate::handlers::batch_error_code`]), an error message, and
+//! for a record that breaks a per-record rule the record's index in `record_errors`.
 
 use std::rc::Rc;
 
 use bytes::Bytes;
-use kaas_engine::{LogConfig, PartitionId};
+use kaas_engine::batch::recompress::recompress_batches;
+use kaas_engine::batch::{BatchError, BATCH_LENGTH_POS, LOG_OVERHEAD, MIN_BATCH_LENGTH};
+use kaas_engine::{EngineError, LogConfig, PartitionId};
 
 use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
 use crate::handlers::partition_work::{run_on_owners, Item};
 use crate::handlers::{error_code, now_ms, STANDALONE_LEADER_EPOCH};
 use crate::protocol::messages::produce::{
-    PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceRequest, ProduceResponse,
+    TopicProduceResponse,
 };
 use crate::protocol::ErrorCode;
 
@@ -25,6 +35,7 @@ struct Input {
 struct Output {
     error: Option<ErrorCode>,
     message: Option<String>,
+    record_errors: Vec<BatchIndexAndErrorMessage>,
     base_offset: i64,
     log_append_time: i64,
     log_start_offset: i64,
@@ -80,6 +91,11 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
                     Some(ErrorCode::UnknownTopicOrPartition)
                 }
                 (None, Some(_), None) => Some(ErrorCode::CorruptMessage),
+                (None, Some(_), Some(records)) if holds_more_than_one_batch(&records) => {
+                    response.error_message =
+                        Some("a partition's records must be exactly one record batch".into());
+                    Some(ErrorCode::InvalidRecord)
+                }
                 (None, Some(t), Some(records)) => {
                     slots.push((responses.len(), partitions.len()));
                     items.push(Item {
@@ -110,6 +126,7 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
         let response = &mut responses[topic_index].partition_responses[partition_index];
         response.error_code = output.error.unwrap_or(ErrorCode::None).code();
         response.error_message = output.message;
+        response.record_errors = output.record_errors;
         response.base_offset = output.base_offset;
         response.log_append_time_ms = output.log_append_time;
         response.log_start_offset = output.log_start_offset;
@@ -127,6 +144,22 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
     let mut appended = Vec::with_capacity(items.len());
     let mut outputs = Vec::with_capacity(items.len());
     for item in items {
+        let recompressed = match item.input.config.compression {
+            Some(target) => recompress_batches(
+                &item.input.records,
+                target,
+                item.input.config.max_batch_bytes,
+            ),
+            None => Ok(None),
+        };
+        let records = match recompressed {
+            Ok(Some(rewritten)) => Bytes::from(rewritten),
+            Ok(None) => item.input.records,
+            Err(error) => {
+                outputs.push((item.slot, failure(&EngineError::InvalidBatch(error))));
+                continue;
+            }
+        };
         let log = match shard.log(&item.id, item.input.config).await {
             Ok(log) => log,
             Err(error) => {
@@ -134,10 +167,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                 continue;
             }
         };
-        match log
-            .append(&item.input.records, STANDALONE_LEADER_EPOCH, now)
-            .await
-        {
+        match log.append(&records, STANDALONE_LEADER_EPOCH, now).await {
             Ok(outcome) => {
                 if !outcome.duplicate {
                     shard
@@ -147,6 +177,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                 let output = Output {
                     error: None,
                     message: None,
+                    record_errors: Vec::new(),
                     base_offset: outcome.base_offset as i64,
                     log_append_time: outcome.log_append_time.unwrap_or(-1),
                     log_start_offset: outcome.log_start_offset as i64,
@@ -178,10 +209,37 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
     outputs
 }
 
-fn failure(error: &kaas_engine::EngineError) -> Output {
+/// Whether `records` goes on past its first batch (a `batchLength` too small for a header is
+/// left to validation, which answers CORRUPT_MESSAGE for it as Kafka does).
+fn holds_more_than_one_batch(records: &[u8]) -> bool {
+    let Some(length) = records.get(BATCH_LENGTH_POS..BATCH_LENGTH_POS + 4) else {
+        return false;
+    };
+    let length = i32::from_be_bytes([length[0], length[1], length[2], length[3]]);
+    if length < MIN_BATCH_LENGTH {
+        return false;
+    }
+    usize::try_from(length)
+        .ok()
+        .and_then(|length| length.checked_add(LOG_OVERHEAD))
+        .is_some_and(|total| records.len() > total)
+}
+
+fn failure(error: &EngineError) -> Output {
+    // KIP-467: a per-record rule names the record that broke it.
+    let record_errors = match error {
+        EngineError::InvalidBatch(batch @ BatchError::OffsetDeltaMismatch { index, .. }) => {
+            vec![BatchIndexAndErrorMessage {
+                batch_index: i32::try_from(*index).unwrap_or(i32::MAX),
+                batch_index_error_message: Some(batch.to_string()),
+            }]
+        }
+        _ => Vec::new(),
+    };
     Output {
         error: Some(error_code(error)),
         message: Some(error.to_string()),
+        record_errors,
         base_offset: -1,
         log_append_time: -1,
         log_start_offset: -1,

@@ -1103,6 +1103,85 @@ def group_rebalance(ctx):
             m.kill_quietly()
         bg.close()
 
+# ---- compression.type: the broker re-encodes batches in the topic's codec ----------------------
+
+def raw_fetch_batches(bootstrap, topic, partition, offset):
+    """One Fetch v4 on a plain socket (librdkafka hides batch headers): returns (codec id,
+    records count) of each whole batch the broker answers from `offset`."""
+    import socket
+    import struct
+
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    name = topic.encode()
+    body = struct.pack(">iiiib", -1, 0, 0, 64 << 20, 0)
+    body += struct.pack(">i", 1) + struct.pack(">h", len(name)) + name
+    body += struct.pack(">i", 1) + struct.pack(">iqi", partition, offset, 64 << 20)
+    client_id = b"kaas-py-raw"
+    header = struct.pack(">hhih", 1, 4, 7, len(client_id)) + client_id
+    frame = header + body
+    with socket.create_connection((host, int(port)), timeout=OP_TIMEOUT) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+
+        def read(n):
+            buf = b""
+            while len(buf) < n:
+                chunk = sock.recv(n - len(buf))
+                check(chunk, "raw fetch: connection closed")
+                buf += chunk
+            return buf
+
+        (size,) = struct.unpack(">i", read(4))
+        resp = read(size)
+    pos = 4 + 4  # correlation id, throttle time
+    (topics,) = struct.unpack_from(">i", resp, pos)
+    check_eq(1, topics, "raw fetch: topics in the response")
+    (name_len,) = struct.unpack_from(">h", resp, pos + 4)
+    pos += 6 + name_len
+    (partitions,) = struct.unpack_from(">i", resp, pos)
+    check_eq(1, partitions, "raw fetch: partitions in the response")
+    pos += 4
+    _, error, _, _ = struct.unpack_from(">ihqq", resp, pos)
+    check_eq(0, error, "raw fetch: partition error")
+    pos += 4 + 2 + 8 + 8
+    (aborted,) = struct.unpack_from(">i", resp, pos)
+    pos += 4 + max(aborted, 0) * 16
+    (records_len,) = struct.unpack_from(">i", resp, pos)
+    records = resp[pos + 4:pos + 4 + max(records_len, 0)]
+    batches = []
+    at = 0
+    while at + 61 <= len(records):
+        (batch_len,) = struct.unpack_from(">i", records, at + 8)
+        if at + 12 + batch_len > len(records):
+            break  # a partial batch at the end of the response
+        (attributes,) = struct.unpack_from(">h", records, at + 21)
+        (count,) = struct.unpack_from(">i", records, at + 57)
+        batches.append((attributes & 0x07, count))
+        at += 12 + batch_len
+    return batches
+
+
+def compression_type(ctx):
+    """compression.type=zstd on a topic: batches produced with lz4 and uncompressed are stored
+    (and fetched) as zstd, and the records read back are the ones sent, byte for byte."""
+    admin = ctx.admin()
+    topic = unique_topic("ctype")
+    create_topic(ctx, admin, topic, 1, {"compression.type": "zstd"})
+    sent = []
+    for codec in ["lz4", "none"]:
+        what = f"producer compression={codec} into a zstd topic"
+        producer = ctx.producer(**{"compression.type": codec, "linger.ms": 5})
+        sent += produce(producer, generate(ctx.rnd(what), topic, 1, ctx.records // 2), what)
+    consumed = consume_all(ctx, topic, 1, len(sent))
+    verify("zstd topic", sent, consumed)
+    batches = []
+    while sum(n for _, n in batches) < len(sent):
+        more = raw_fetch_batches(ctx.bootstrap, topic, 0, sum(n for _, n in batches))
+        check(more, "raw fetch returned no whole batch after %d records", sum(n for _, n in batches))
+        batches += more
+    check_eq(len(sent), sum(n for _, n in batches), "records in the fetched batches")
+    codecs = sorted({codec for codec, _ in batches})
+    check_eq([4], codecs, f"codecs of the {len(batches)} fetched batches (4 = zstd)")
+
 
 # ---- group: a lone member changes its subscription ----------------------------------------
 
@@ -1363,6 +1442,7 @@ SCENARIOS = {
     "group-rebalance": group_rebalance,
     "group-resubscribe": group_resubscribe,
     "group-kip848-churn": group_kip848_churn,
+    "compression-type": compression_type,
 }
 
 

@@ -44,3 +44,23 @@ pub struct TopicCompression {
     /// `compression.zstd.level`: -131072–22.
     pub zstd_level: i32,
 }
+
+impl TopicCompression {
+    /// The codec and level the engine re-encodes batches in; `None` keeps the producer's.
+    pub fn engine_target(&self) -> Option<kaas_engine::compression::CompressionTarget> {
+        use kaas_engine::compression::{Codec, CompressionTarget};
+        let (codec, level) = match self.codec {
+            CompressionType::Producer => return None,
+            CompressionType::Uncompressed => (Codec::None, None),
+            CompressionType::Gzip => (Codec::Gzip, Some(self.gzip_level)),
+            CompressionType::Snappy => (Codec::Snappy, None),
+            CompressionType::Lz4 => (Codec::Lz4, Some(self.lz4_level)),
+            CompressionType::Zstd => (Codec::Zstd, Some(self.zstd_level)),
+        };
+        Some(CompressionTarget {
+            codec,
+            // -1 is gzip's "zlib default"; the engine's `None` means the codec's default.
+            level: level.filter(|&level| level != -1),
+        })
+    }
+}

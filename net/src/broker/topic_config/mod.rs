@@ -213,6 +213,7 @@ impl TopicConfig {
                 TimestampType::CreateTime
             },
             index_interval_bytes: self.number("index.interval.bytes", defaults).max(1) as u64,
+            compression: self.compression().engine_target(),
             ..LogConfig::default()
         }
     }
