@@ -107,6 +107,27 @@ impl GroupCoordinator {
         self.loaded.set(true);
     }
 
+    /// Starts with no group loaded (cluster mode: a group loads from its store when it is
+    /// adopted or on its first request the view routes here, never all groups of the volume).
+    pub fn start_empty(&self) {
+        self.loaded.set(true);
+    }
+
+    /// The ids of every group loaded or loading here.
+    pub fn loaded_ids(&self) -> Vec<String> {
+        self.groups.borrow().keys().cloned().collect()
+    }
+
+    /// Stops coordinating `group_id` here (cluster mode: it moved to another broker) and
+    /// forgets it, so that if it comes back it is rebuilt from its store with what the other
+    /// coordinator wrote.
+    pub async fn release(&self, group_id: &str) {
+        let slot = self.groups.borrow_mut().remove(group_id);
+        if let Some(Slot::Opening(opening)) = slot {
+            let _ = opening.await;
+        }
+    }
+
     /// COORDINATOR_LOAD_IN_PROGRESS until [`load`](Self::load) has finished.
     pub fn check_ready(&self) -> Result<(), ErrorCode> {
         if self.loaded.get() {

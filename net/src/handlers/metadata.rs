@@ -4,14 +4,13 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::broker::cluster_view::TopicInfo;
+use crate::broker::cluster_view::{ClusterView, TopicInfo};
 use crate::broker::shard::Shard;
 use crate::broker::topic_admin::TopicAdmin;
 use crate::broker::topic_config::TopicConfig;
-use crate::handlers::{admin, with_topic_admin, STANDALONE_LEADER_EPOCH};
+use crate::handlers::{admin, cluster_metadata, with_topic_admin};
 use crate::protocol::messages::metadata::{
-    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
-    MetadataResponseTopic,
+    MetadataRequest, MetadataResponse, MetadataResponsePartition, MetadataResponseTopic,
 };
 use crate::protocol::{ErrorCode, Uuid};
 
@@ -25,7 +24,11 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
     };
     let mut topics = Vec::new();
     if all_topics {
-        topics.extend(view.topics.values().map(|t| topic_metadata(shard, t)));
+        topics.extend(
+            view.topics
+                .values()
+                .map(|t| topic_metadata(shard, &view, t)),
+        );
     } else {
         let auto_create =
             config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
@@ -33,7 +36,7 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
             topics.push(match requested.name {
                 Some(name) if !name.is_empty() || requested.topic_id == Uuid::NIL => {
                     match view.topic(&name) {
-                        Some(topic) => topic_metadata(shard, topic),
+                        Some(topic) => topic_metadata(shard, &view, topic),
                         None if auto_create => auto_create_topic(shard, name).await,
                         None => {
                             error_topic(Some(name), Uuid::NIL, ErrorCode::UnknownTopicOrPartition)
@@ -41,19 +44,14 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
                     }
                 }
                 _ => match view.topic_by_id(&requested.topic_id) {
-                    Some(topic) => topic_metadata(shard, topic),
+                    Some(topic) => topic_metadata(shard, &view, topic),
                     None => error_topic(None, requested.topic_id, ErrorCode::UnknownTopicId),
                 },
             });
         }
     }
     MetadataResponse {
-        brokers: vec![MetadataResponseBroker {
-            node_id: config.node_id,
-            host: config.advertised_host.clone(),
-            port: config.advertised_port,
-            rack: None,
-        }],
+        brokers: cluster_metadata::brokers(config, &view),
         cluster_id: Some(view.cluster_id.clone()),
         controller_id: config.node_id,
         topics,
@@ -91,27 +89,34 @@ async fn auto_create_topic(shard: &Rc<Shard>, name: String) -> MetadataResponseT
     })
     .await;
     match created {
-        Ok(topic) => topic_metadata(shard, &topic),
+        Ok(topic) => topic_metadata(shard, &shard.view.load(), &topic),
         Err(error) => error_topic(Some(name), Uuid::NIL, error.code),
     }
 }
 
-fn topic_metadata(shard: &Shard, topic: &Arc<TopicInfo>) -> MetadataResponseTopic {
-    let node = shard.config.node_id;
+fn topic_metadata(
+    shard: &Shard,
+    view: &ClusterView,
+    topic: &Arc<TopicInfo>,
+) -> MetadataResponseTopic {
     MetadataResponseTopic {
         error_code: ErrorCode::None.code(),
         name: Some(topic.name.to_string()),
         topic_id: topic.id,
         is_internal: false,
         partitions: (0..topic.partitions)
-            .map(|partition| MetadataResponsePartition {
-                error_code: ErrorCode::None.code(),
-                partition_index: partition,
-                leader_id: node,
-                leader_epoch: STANDALONE_LEADER_EPOCH,
-                replica_nodes: vec![node],
-                isr_nodes: vec![node],
-                offline_replicas: Vec::new(),
+            .map(|partition| {
+                let (leader, leader_epoch) =
+                    cluster_metadata::leader(&shard.config, view, &topic.name, partition);
+                MetadataResponsePartition {
+                    error_code: ErrorCode::None.code(),
+                    partition_index: partition,
+                    leader_id: leader,
+                    leader_epoch,
+                    replica_nodes: vec![leader],
+                    isr_nodes: vec![leader],
+                    offline_replicas: Vec::new(),
+                }
             })
             .collect(),
         ..Default::default()

@@ -6,6 +6,7 @@
 //! coordinator shard ([`group_hop`]).
 
 pub mod api_versions;
+pub mod cluster_metadata;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 pub mod create_partitions;
@@ -59,7 +60,7 @@ pub fn error_code(error: &EngineError) -> ErrorCode {
         }
         EngineError::ProducerState(_) => ErrorCode::OutOfOrderSequenceNumber,
         EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
-        EngineError::Closed => ErrorCode::NotLeaderOrFollower,
+        EngineError::Closed | EngineError::NotLeader => ErrorCode::NotLeaderOrFollower,
         EngineError::NotServed => ErrorCode::UnknownTopicOrPartition,
         EngineError::Poisoned(_) | EngineError::Corrupt { .. } | EngineError::Io { .. } => {
             ErrorCode::KafkaStorageError
@@ -67,12 +68,14 @@ pub fn error_code(error: &EngineError) -> ErrorCode {
     }
 }
 
-/// Checks a client's `current_leader_epoch` against the partition's (-1 means "not given").
-pub fn check_leader_epoch(current_leader_epoch: i32) -> ErrorCode {
+/// Checks a client's `current_leader_epoch` against the partition's `leader_epoch` (-1 means
+/// "not given"): an older one is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, as
+/// Kafka answers, so the client refreshes its metadata.
+pub fn check_leader_epoch(current_leader_epoch: i32, leader_epoch: i32) -> ErrorCode {
     match current_leader_epoch {
         -1 => ErrorCode::None,
-        epoch if epoch > STANDALONE_LEADER_EPOCH => ErrorCode::UnknownLeaderEpoch,
-        epoch if epoch < STANDALONE_LEADER_EPOCH => ErrorCode::FencedLeaderEpoch,
+        epoch if epoch > leader_epoch => ErrorCode::UnknownLeaderEpoch,
+        epoch if epoch < leader_epoch => ErrorCode::FencedLeaderEpoch,
         _ => ErrorCode::None,
     }
 }
@@ -84,6 +87,16 @@ where
     Fut: Future<Output = Result<R, TopicError>> + 'static,
     R: Send + 'static,
 {
+    if shard.config.cluster.is_some() {
+        // The assignment is the one source of topics in cluster mode; a topic change made
+        // here would be one broker's alone.
+        return Err(TopicError {
+            code: ErrorCode::InvalidRequest,
+            message:
+                "topics are managed by the cluster assignment (assignment.json) in cluster mode"
+                    .into(),
+        });
+    }
     let result = shard
         .router
         .call(shard, 0, move |admin_shard| async move {

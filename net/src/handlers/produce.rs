@@ -8,7 +8,7 @@ use kaas_engine::{LogConfig, PartitionId};
 
 use crate::broker::shard::Shard;
 use crate::handlers::partition_work::{run_on_owners, Item};
-use crate::handlers::{error_code, now_ms, STANDALONE_LEADER_EPOCH};
+use crate::handlers::{error_code, now_ms};
 use crate::protocol::messages::produce::{
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
@@ -124,7 +124,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
             }
         };
         match log
-            .append(&item.input.records, STANDALONE_LEADER_EPOCH, now)
+            .append(&item.input.records, shard.open_epoch(&item.id), now)
             .await
         {
             Ok(outcome) => {
