@@ -7,6 +7,7 @@ pub mod dispatch;
 pub mod frame_reader;
 pub mod metrics;
 pub mod port_guard;
+pub mod producer_id_blocks;
 pub mod producer_ids;
 pub mod router;
 pub mod server;

@@ -421,9 +421,13 @@ async fn prepare(
     }
     let file = topics.clone().unwrap_or_default();
     let admin = TopicAdmin::new(storage.clone(), file);
-    let ids = ProducerIdAllocator::load(storage.clone())
-        .await
-        .map_err(|e| e.to_string())?;
+    let ids = match (&config.cluster, &config.data_dir) {
+        (Some(_), Some(dir)) => {
+            ProducerIdAllocator::load_cluster(storage.clone(), dir.clone()).await
+        }
+        _ => ProducerIdAllocator::load(storage.clone()).await,
+    }
+    .map_err(|e| e.to_string())?;
     Ok((Some(admin), Some(ids)))
 }
 
