@@ -121,10 +121,22 @@ impl GroupCoordinator {
     /// Stops coordinating `group_id` here (cluster mode: it moved to another broker) and
     /// forgets it, so that if it comes back it is rebuilt from its store with what the other
     /// coordinator wrote.
+    /// Members waiting in JoinGroup or SyncGroup are answered (COORDINATOR_NOT_AVAILABLE, so
+    /// they find the new coordinator), never left hanging.
     pub async fn release(&self, group_id: &str) {
         let slot = self.groups.borrow_mut().remove(group_id);
-        if let Some(Slot::Opening(opening)) = slot {
-            let _ = opening.await;
+        let group = match slot {
+            Some(Slot::Ready(group)) => group,
+            Some(Slot::Opening(opening)) => match opening.await {
+                Ok(group) => group,
+                Err(_) => return,
+            },
+            None => return,
+        };
+        group.persist_if_changed().await;
+        let mut state = group.state.borrow_mut();
+        if let GroupState::Classic(classic) = &mut *state {
+            classic.mark_dead();
         }
     }
 
