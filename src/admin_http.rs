@@ -63,10 +63,30 @@ fn answer(stream: TcpStream, state: &AdminState) -> std::io::Result<()> {
 
 fn health(state: &AdminState) -> String {
     let view = (state.view)();
-    let partitions_led: i64 = view.topics.values().map(|t| i64::from(t.partitions)).sum();
     let partitions_open: i64 = state.metrics.iter().map(|m| m.partitions_open()).sum();
+    // Cluster mode: what the followed assignment gives this broker, and which assignment
+    // that is (`null` before the first one is accepted).
+    let (partitions_led, cluster) = match &view.cluster {
+        Some(cluster) => (
+            cluster.partitions_led_by(cluster.this_broker()).len() as i64,
+            format!(
+                ",\"broker_id\":{},\"controller_epoch\":{},\"assignment_version\":{}",
+                cluster.this_broker().0,
+                cluster.controller_epoch().0,
+                cluster.assignment_version().0
+            ),
+        ),
+        None if view.is_cluster() => (
+            0,
+            ",\"controller_epoch\":null,\"assignment_version\":null".to_string(),
+        ),
+        None => (
+            view.topics.values().map(|t| i64::from(t.partitions)).sum(),
+            String::new(),
+        ),
+    };
     format!(
-        "{{\"status\":\"ok\",\"cluster_id\":\"{}\",\"topics\":{},\"partitions_led\":{partitions_led},\"partitions_open\":{partitions_open},\"shards\":{}}}\n",
+        "{{\"status\":\"ok\",\"cluster_id\":\"{}\",\"topics\":{},\"partitions_led\":{partitions_led},\"partitions_open\":{partitions_open},\"shards\":{}{cluster}}}\n",
         view.cluster_id,
         view.topics.len(),
         state.metrics.len()

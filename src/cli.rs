@@ -4,7 +4,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Parser;
-use kaas_net::broker::config::BrokerConfig;
+use kaas_net::broker::config::{BrokerConfig, ClusterSettings};
 use kaas_net::broker::topic_config::TopicDefaults;
 
 /// A Kafka-compatible streaming broker. With no flags: a persistent single broker, data in
@@ -19,6 +19,13 @@ pub struct Cli {
     /// when listening on all interfaces).
     #[arg(long, env = "KAAS_ADVERTISED_HOST")]
     pub advertised_host: Option<String>,
+    /// Port clients are told to connect to (default: the listen port).
+    #[arg(long, env = "KAAS_ADVERTISED_PORT")]
+    pub advertised_port: Option<u16>,
+    /// Where a broker of a cluster (`MY_POD_NAME` set) learns the assignment: `file` follows
+    /// `<data-dir>/__cluster/assignment.json`, written by a test or an operator.
+    #[arg(long, env = "KAAS_ASSIGNMENT_SOURCE", value_enum, default_value_t = AssignmentSource::File)]
+    pub assignment_source: AssignmentSource,
     /// Address of the admin HTTP endpoint (`/healthz`, `/metrics`).
     #[arg(long, env = "KAAS_ADMIN_LISTEN", default_value = "0.0.0.0:9644")]
     pub admin_listen: SocketAddr,
@@ -57,9 +64,28 @@ pub struct Cli {
     pub groups: crate::group_flags::GroupFlags,
 }
 
+/// Where a broker of a cluster learns the assignment.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AssignmentSource {
+    /// Follow `<data-dir>/__cluster/assignment.json` alone (inotify plus a 1 s poll).
+    File,
+}
+
+/// The broker id of a cluster broker named `pod_name`: the number after its last `-`, as in a
+/// StatefulSet's pod names (`kaas-2` is broker 2).
+pub fn broker_id_of_pod(pod_name: &str) -> Result<i32, String> {
+    let ordinal = pod_name.rsplit('-').next().unwrap_or_default();
+    match ordinal.parse::<i32>() {
+        Ok(id) if id >= 0 && ordinal.bytes().all(|b| b.is_ascii_digit()) => Ok(id),
+        _ => Err(format!(
+            "MY_POD_NAME={pod_name:?} does not end in -<broker number> (e.g. kaas-0)"
+        )),
+    }
+}
+
 impl Cli {
-    /// The broker settings these flags mean.
-    pub fn broker_config(&self) -> BrokerConfig {
+    /// The broker settings these flags mean; `pod_name` (`MY_POD_NAME`) selects cluster mode.
+    pub fn broker_config(&self, pod_name: Option<&str>) -> Result<BrokerConfig, String> {
         let mut config = BrokerConfig::new(self.listen);
         config.advertised_host =
             self.advertised_host
@@ -69,7 +95,25 @@ impl Cli {
                     ip if ip.is_unspecified() => "localhost".to_string(),
                     ip => ip.to_string(),
                 });
+        if let Some(port) = self.advertised_port {
+            config.advertised_port = i32::from(port);
+        }
         config.node_id = self.node_id;
+        if let Some(pod_name) = pod_name {
+            let broker_id = broker_id_of_pod(pod_name)?;
+            if self.in_memory {
+                return Err(
+                    "cluster mode (MY_POD_NAME) needs the shared --data-dir, not --in-memory"
+                        .into(),
+                );
+            }
+            // The only source in this build; the assignment source only selects the adapter.
+            match self.assignment_source {
+                AssignmentSource::File => {}
+            }
+            config.node_id = broker_id;
+            config.cluster = Some(ClusterSettings { broker_id });
+        }
         config.data_dir = (!self.in_memory).then(|| self.data_dir.clone());
         config.shards = self
             .shards
@@ -85,6 +129,45 @@ impl Cli {
             ..TopicDefaults::default()
         };
         config.groups = self.groups.group_config();
-        config
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_broker_id_is_the_pod_ordinal() {
+        assert_eq!(broker_id_of_pod("kaas-0"), Ok(0));
+        assert_eq!(broker_id_of_pod("my-kaas-12"), Ok(12));
+        assert_eq!(broker_id_of_pod("7"), Ok(7));
+        for bad in ["kaas", "kaas-", "kaas-+1", "kaas-x1", "kaas-99999999999"] {
+            assert!(broker_id_of_pod(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn cluster_flags_reach_the_config() {
+        let cli = Cli::parse_from([
+            "kaas",
+            "--listen",
+            "127.0.0.1:19092",
+            "--advertised-host",
+            "127.0.0.2",
+            "--advertised-port",
+            "29092",
+            "--assignment-source",
+            "file",
+        ]);
+        let config = cli.broker_config(Some("kaas-2")).expect("valid");
+        assert_eq!(config.node_id, 2);
+        assert_eq!(config.cluster, Some(ClusterSettings { broker_id: 2 }));
+        assert_eq!(config.advertised_host, "127.0.0.2");
+        assert_eq!(config.advertised_port, 29092);
+        let standalone = cli.broker_config(None).expect("valid");
+        assert_eq!(standalone.cluster, None);
+        let in_memory = Cli::parse_from(["kaas", "--in-memory"]);
+        assert!(in_memory.broker_config(Some("kaas-0")).is_err());
     }
 }

@@ -27,12 +27,17 @@ fn main() -> anyhow::Result<()> {
         std::process::abort();
     }));
     let cli = cli::Cli::parse();
-    if std::env::var_os("MY_POD_NAME").is_some() {
-        // Running standalone on a volume other brokers share would let two brokers write one
-        // partition; refuse instead.
-        bail!("MY_POD_NAME is set, but this build has no cluster mode; refusing to start");
-    }
-    let config = cli.broker_config();
+    // A pod name means a broker of a cluster (a StatefulSet pod): never run standalone on a
+    // volume other brokers share.
+    let pod_name = match std::env::var("MY_POD_NAME") {
+        Ok(name) => Some(name),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(std::env::VarError::NotUnicode(_)) => bail!("MY_POD_NAME is not valid UTF-8"),
+    };
+    let config = match cli.broker_config(pod_name.as_deref()) {
+        Ok(config) => config,
+        Err(reason) => bail!(reason),
+    };
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
     let broker = Broker::start(config.clone()).context("starting the broker")?;
     let view_source = broker.view_source();
@@ -48,6 +53,7 @@ fn main() -> anyhow::Result<()> {
         kafka = %config.listen,
         admin = %admin,
         shards = config.shards,
+        cluster_broker = config.cluster.as_ref().map(|c| c.broker_id),
         data_dir = ?config.data_dir,
         "kaas is ready"
     );

@@ -52,10 +52,18 @@ fn create_probe_file(path: &Path) -> std::io::Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    // Executors start concurrently: each writes its own temporary file, and whichever rename
-    // lands last leaves an identical probe file.
+    // Executors start concurrently, also in several brokers sharing the directory (cluster
+    // mode): each writes its own temporary file (process and thread in its name), and
+    // whichever rename lands last leaves an identical probe file.
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{:?}.tmp", std::thread::current().id()).replace(['(', ')'], ""));
+    tmp.push(
+        format!(
+            ".{}.{:?}.tmp",
+            std::process::id(),
+            std::thread::current().id()
+        )
+        .replace(['(', ')'], ""),
+    );
     let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, vec![0x6bu8; PROBE_LEN])?;
     std::fs::File::open(&tmp)?.sync_all()?;

@@ -9,11 +9,13 @@
 
 mod assignment_reader;
 mod assignment_writer;
+mod cluster_id_file;
 mod file_follower;
 mod file_watch;
 
 pub use assignment_reader::{read_assignment, ReadError, MAX_ASSIGNMENT_BYTES};
 pub use assignment_writer::write_assignment;
+pub use cluster_id_file::{load_or_create_cluster_id, CLUSTER_ID_FILE};
 pub use file_follower::{AssignmentSink, FileFollower, FollowerOptions};
 
 /// The file's name inside `<data>/__cluster/`.

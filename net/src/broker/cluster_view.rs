@@ -1,6 +1,10 @@
 //! The immutable view of the cluster every shard reads: this broker, the topics, and which
 //! shard owns each partition. A new view is published whole (an `Arc` swap); shards never
 //! mutate it, so no locking is needed to read it.
+//!
+//! In cluster mode the view also carries the runtime-free [`kaas_cluster::view::ClusterView`] of the
+//! accepted assignment (brokers, each partition's leader and leader epoch, group → broker):
+//! this module adds only what `net` needs beside it (Kafka topic ids, parsed topic configs).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -39,6 +43,24 @@ pub struct ClusterView {
     pub shards: usize,
     /// Config overrides of consumer groups, by group id.
     pub group_configs: Arc<BTreeMap<String, crate::broker::group_configs::GroupConfigOverrides>>,
+    /// Whether the broker runs in cluster mode (even before its first assignment).
+    pub cluster_mode: bool,
+    /// The assignment this view follows (cluster mode, once one is accepted).
+    pub cluster: Option<Arc<kaas_cluster::view::ClusterView>>,
+}
+
+/// Who serves a partition, as the view says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Leadership {
+    /// The view has no such topic or partition.
+    Unknown,
+    /// This broker leads it at this leader epoch (a standalone broker leads everything at 0).
+    Here {
+        /// The leader epoch.
+        leader_epoch: i32,
+    },
+    /// Another broker of the cluster leads it.
+    Elsewhere,
 }
 
 impl ClusterView {
@@ -54,6 +76,88 @@ impl ClusterView {
             view.topics.insert(topic.name.clone(), Arc::new(topic));
         }
         view
+    }
+
+    /// The view of an accepted assignment for this broker, whose partitions spread over
+    /// `assignment.shards()` shards. A topic config the assignment gives that kaas does not
+    /// know or refuses is left out (logged), so the topic is still served with the defaults.
+    pub fn of_assignment(
+        cluster_id: String,
+        assignment: Arc<kaas_cluster::view::ClusterView>,
+        defaults: &crate::broker::topic_config::TopicDefaults,
+    ) -> Self {
+        let topics = assignment
+            .topics()
+            .values()
+            .map(|topic| {
+                let mut config = TopicConfig::default();
+                for (name, value) in &topic.configs {
+                    if let Err(error) = config.set(name, value) {
+                        tracing::warn!(topic = topic.name.as_str(), %name, %error, "ignoring a topic config of the assignment");
+                    }
+                }
+                TopicInfo {
+                    name: topic.name.as_arc().clone(),
+                    id: Uuid(topic.id.0),
+                    partitions: topic.partitions,
+                    log_config: config.log_config(defaults),
+                    config,
+                }
+            })
+            .collect();
+        let mut view = ClusterView::new(cluster_id, assignment.shards(), topics);
+        view.cluster = Some(assignment);
+        view.cluster_mode = true;
+        view
+    }
+
+    /// Whether this broker follows an assignment (cluster mode).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster_mode
+    }
+
+    /// Who serves partition `partition` of `topic`.
+    pub fn leadership(&self, topic: &str, partition: i32) -> Leadership {
+        let Some(info) = self.topic(topic) else {
+            return Leadership::Unknown;
+        };
+        if !(0..info.partitions).contains(&partition) {
+            return Leadership::Unknown;
+        }
+        let Some(cluster) = &self.cluster else {
+            if self.cluster_mode {
+                return Leadership::Unknown;
+            }
+            return Leadership::Here {
+                leader_epoch: crate::handlers::STANDALONE_LEADER_EPOCH,
+            };
+        };
+        let Ok(name) = kaas_cluster::ids::TopicName::new(topic) else {
+            return Leadership::Unknown;
+        };
+        let id = kaas_cluster::ids::TopicPartition::new(name, partition);
+        match cluster.leader_of(&id) {
+            None => Leadership::Unknown,
+            Some(placement) if placement.leader == cluster.this_broker() => Leadership::Here {
+                leader_epoch: placement.leader_epoch.0,
+            },
+            Some(_) => Leadership::Elsewhere,
+        }
+    }
+
+    /// The leader epoch of partition `partition` of `topic` (whoever leads it); the standalone
+    /// epoch when there is no assignment or it lacks the partition.
+    pub fn leader_epoch(&self, topic: &str, partition: i32) -> i32 {
+        let standalone = crate::handlers::STANDALONE_LEADER_EPOCH;
+        let Some(cluster) = &self.cluster else {
+            return standalone;
+        };
+        let Ok(name) = kaas_cluster::ids::TopicName::new(topic) else {
+            return standalone;
+        };
+        cluster
+            .leader_of(&kaas_cluster::ids::TopicPartition::new(name, partition))
+            .map_or(standalone, |placement| placement.leader_epoch.0)
     }
 
     /// A topic by name.

@@ -30,6 +30,16 @@ pub struct BrokerConfig {
     pub topic_defaults: crate::broker::topic_config::TopicDefaults,
     /// Group coordinator settings (`group.*`, `offset.*`).
     pub groups: crate::groups::config::GroupConfig,
+    /// Cluster mode (`None`: a standalone broker).
+    pub cluster: Option<ClusterSettings>,
+}
+
+/// How a broker of a cluster runs: several brokers share one data directory and follow
+/// `<data>/__cluster/assignment.json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterSettings {
+    /// This broker's id in the assignment (also its Metadata node id).
+    pub broker_id: i32,
 }
 
 impl BrokerConfig {
@@ -48,6 +58,7 @@ impl BrokerConfig {
             default_partitions: 1,
             topic_defaults: Default::default(),
             groups: Default::default(),
+            cluster: None,
         }
     }
 }

@@ -6,6 +6,12 @@
 //! Kafka port with `SO_REUSEPORT` (the kernel spreads connections over the shards), serves
 //! its inbox, opens the partitions it owns and runs log maintenance. Shut-down: every shard
 //! stops accepting, then flushes and checkpoints every partition it has open.
+//!
+//! Cluster mode (`BrokerConfig::cluster`): brokers share the data directory, so it is not
+//! locked; topics come from `<data>/__cluster/assignment.json` (not `topics.json`), which a
+//! [`FileFollower`] thread watches; shard 0 follows every accepted assignment
+//! ([`takeover_driver`]) and partitions open only by its commands. The cluster id is
+//! `<data>/__cluster/cluster-id`, shared by every broker.
 
 use std::path::Path;
 use std::rc::Rc;
@@ -15,6 +21,9 @@ use std::time::Duration;
 use futures_lite::future;
 use glommio::net::TcpListener;
 use glommio::{LocalExecutorBuilder, Placement};
+use kaas_cluster::assignment::Assignment;
+use kaas_cluster::ids::BrokerId;
+use kaas_cluster_file::{FileFollower, FollowerOptions};
 use kaas_engine::data_dir_lock::{DataDirLock, DataDirLockError};
 use kaas_engine::{LogManager, Storage};
 
@@ -26,6 +35,7 @@ use crate::broker::port_guard::{self, PortInUse};
 use crate::broker::producer_ids::ProducerIdAllocator;
 use crate::broker::router::{Inbox, Router};
 use crate::broker::shard::Shard;
+use crate::broker::takeover_driver;
 use crate::broker::topic_admin::{build_view, TopicAdmin};
 use crate::broker::topic_store::{self, TopicsFile};
 use crate::groups::coordinator::GroupCoordinator;
@@ -45,6 +55,18 @@ pub enum StartError {
     /// The topic store could not be read.
     #[error(transparent)]
     TopicStore(#[from] topic_store::TopicStoreError),
+    /// Cluster mode needs the shared data directory.
+    #[error("cluster mode needs a data directory (it cannot run in memory)")]
+    ClusterInMemory,
+    /// The cluster directory (cluster id, assignment follower) could not be set up.
+    #[error("cluster directory {dir}: {source}")]
+    ClusterDir {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// An executor thread could not be started.
     #[error("starting shard {shard}: {reason}")]
     Shard {
@@ -64,22 +86,73 @@ pub struct Broker {
     view: Arc<ViewHandle>,
     /// Held until the broker is dropped (standalone brokers on disk only).
     _data_dir_lock: Option<DataDirLock>,
+    /// The assignment follower thread (cluster mode only).
+    follower: Option<FileFollower>,
+}
+
+/// What shard 0 needs to follow the cluster's assignments.
+struct ClusterStart {
+    cluster_id: String,
+    broker: BrokerId,
+    assignments: futures_channel::mpsc::UnboundedReceiver<Arc<Assignment>>,
+}
+
+/// Where cluster files live: `<data>/__cluster`.
+pub fn cluster_dir(data_dir: &Path) -> std::path::PathBuf {
+    data_dir.join("__cluster")
 }
 
 impl Broker {
     /// Starts every shard and returns once each listens (or the first fails).
     pub fn start(config: BrokerConfig) -> Result<Broker, StartError> {
+        let mut config = config;
+        if config.cluster.is_some() {
+            // Topics come from the assignment; a topic a client names is not created.
+            config.auto_create_topics = false;
+        }
         let config = Arc::new(config);
-        let data_dir_lock = match &config.data_dir {
-            Some(dir) => Some(DataDirLock::acquire(dir)?),
-            None => None,
+        // Brokers of a cluster share the directory: only a standalone broker locks it.
+        let data_dir_lock = match (&config.data_dir, &config.cluster) {
+            (Some(dir), None) => Some(DataDirLock::acquire(dir)?),
+            _ => None,
         };
         port_guard::ensure_free(config.listen)?;
         let storage = match &config.data_dir {
             Some(dir) => Storage::disk(dir.clone()),
             None => Storage::memory(),
         };
-        let topics = load_topics(&storage)?;
+        let (topics, mut cluster_start, follower) = match &config.cluster {
+            None => (load_topics(&storage)?, None, None),
+            Some(cluster) => {
+                let dir = cluster_dir(
+                    config
+                        .data_dir
+                        .as_deref()
+                        .ok_or(StartError::ClusterInMemory)?,
+                );
+                let dir_error = |source| StartError::ClusterDir {
+                    dir: dir.clone(),
+                    source,
+                };
+                let cluster_id =
+                    kaas_cluster_file::load_or_create_cluster_id(&dir).map_err(dir_error)?;
+                let (sender, assignments) = futures_channel::mpsc::unbounded();
+                let follower = FileFollower::spawn(&dir, FollowerOptions::default(), sender)
+                    .map_err(dir_error)?;
+                let topics = TopicsFile {
+                    version: 1,
+                    cluster_id: cluster_id.clone(),
+                    topics: Vec::new(),
+                    group_configs: Default::default(),
+                };
+                let start = ClusterStart {
+                    cluster_id,
+                    broker: BrokerId(cluster.broker_id),
+                    assignments,
+                };
+                (topics, Some(start), Some(follower))
+            }
+        };
         let shards = config.shards.max(1);
         let view = Arc::new(ViewHandle::new(ClusterView::default()));
         let (router, inboxes) = Router::new(shards);
@@ -93,6 +166,7 @@ impl Broker {
             metrics: Vec::new(),
             view: view.clone(),
             _data_dir_lock: data_dir_lock,
+            follower,
         };
         for (index, inbox) in inboxes.into_iter().enumerate() {
             let (stop_sender, stop) = async_channel::bounded(1);
@@ -112,6 +186,11 @@ impl Broker {
                 router: router.clone(),
                 metrics,
                 topics: (index == 0).then(|| topics.clone()),
+                cluster: if index == 0 {
+                    cluster_start.take()
+                } else {
+                    None
+                },
                 inbox,
                 stop,
                 ready: ready_sender.clone(),
@@ -155,7 +234,11 @@ impl Broker {
     }
 
     /// Stops accepting, flushes and checkpoints every partition, and waits for the shards.
-    pub fn stop(self) {
+    pub fn stop(mut self) {
+        // No assignment is applied while the shards close their partitions.
+        if let Some(follower) = self.follower.take() {
+            follower.stop();
+        }
         for stop in &self.shutdown {
             let _ = stop.try_send(());
         }
@@ -194,6 +277,7 @@ struct ShardStart {
     router: Arc<Router>,
     metrics: Arc<ShardMetrics>,
     topics: Option<TopicsFile>,
+    cluster: Option<ClusterStart>,
     inbox: Inbox,
     stop: async_channel::Receiver<()>,
     ready: async_channel::Sender<Result<(), String>>,
@@ -208,6 +292,7 @@ async fn run_shard(start: ShardStart) {
         router,
         metrics,
         topics,
+        cluster,
         inbox,
         stop,
         ready,
@@ -238,8 +323,17 @@ async fn run_shard(start: ShardStart) {
         metrics,
         topic_admin,
         producer_ids,
+        open_epochs: Default::default(),
     });
-    if let (Some(topics), true) = (&topics, index == 0) {
+    if let Some(cluster) = &cluster {
+        // Nothing is served until the first assignment is accepted.
+        shard.view.publish(ClusterView {
+            cluster_id: cluster.cluster_id.clone(),
+            shards: config.shards.max(1),
+            cluster_mode: true,
+            ..ClusterView::default()
+        });
+    } else if let (Some(topics), true) = (&topics, index == 0) {
         match build_view(topics, &shard) {
             Ok(initial) => shard.view.publish(initial),
             Err(error) => {
@@ -259,7 +353,11 @@ async fn run_shard(start: ShardStart) {
     };
     // Groups load before the shard reports ready, so a broker that answers /healthz has
     // every coordinator loaded (no COORDINATOR_LOAD_IN_PROGRESS after a restart).
-    shard.groups.load().await;
+    if config.cluster.is_some() {
+        shard.groups.start_empty();
+    } else {
+        shard.groups.load().await;
+    }
     glommio::spawn_local(shard.clone().serve_inbox(inbox)).detach();
     let _ = ready.send(Ok(())).await;
     // Shard 0 published the view before reporting ready, and `Broker::start` waits for every
@@ -268,6 +366,16 @@ async fn run_shard(start: ShardStart) {
         glommio::timer::sleep(Duration::from_millis(1)).await;
     }
     shard.open_owned_partitions().await;
+    if let Some(cluster) = cluster {
+        // Ends when the follower stops (`Broker::stop`) and its channel closes.
+        glommio::spawn_local(takeover_driver::follow_assignments(
+            shard.clone(),
+            cluster.cluster_id,
+            cluster.broker,
+            cluster.assignments,
+        ))
+        .detach();
+    }
     let ticker = shard.groups.spawn_ticker();
     let maintenance = Rc::new(LogManagerMaintenance(shard.clone()));
     let maintenance_task = maintenance.spawn();
@@ -314,9 +422,13 @@ async fn prepare(
     }
     let file = topics.clone().unwrap_or_default();
     let admin = TopicAdmin::new(storage.clone(), file);
-    let ids = ProducerIdAllocator::load(storage.clone())
-        .await
-        .map_err(|e| e.to_string())?;
+    let ids = match (&config.cluster, &config.data_dir) {
+        (Some(_), Some(dir)) => {
+            ProducerIdAllocator::load_cluster(storage.clone(), dir.clone()).await
+        }
+        _ => ProducerIdAllocator::load(storage.clone()).await,
+    }
+    .map_err(|e| e.to_string())?;
     Ok((Some(admin), Some(ids)))
 }
 

@@ -1,12 +1,14 @@
 //! One shard: an executor pinned to a core that owns a disjoint set of partitions and serves
 //! the connections the kernel hands it.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use kaas_engine::{EngineError, LogConfig, LogManager, PartitionId, PartitionLog, Storage};
 
-use crate::broker::cluster_view::ViewHandle;
+use crate::broker::cluster_view::{Leadership, ViewHandle};
 use crate::broker::config::BrokerConfig;
 use crate::broker::metrics::ShardMetrics;
 use crate::broker::producer_ids::ProducerIdAllocator;
@@ -36,6 +38,8 @@ pub struct Shard {
     pub producer_ids: Option<ProducerIdAllocator>,
     /// The consumer groups this shard coordinates.
     pub groups: Rc<GroupCoordinator>,
+    /// The leader epoch each open partition was opened at by command (cluster mode).
+    pub open_epochs: RefCell<HashMap<PartitionId, i32>>,
 }
 
 impl Shard {
@@ -46,11 +50,33 @@ impl Shard {
     /// topic deletion publishes the view without the topic before it deletes the partitions:
     /// so an open either started before the deletion (which then waits for it and deletes the
     /// log) or sees the topic gone. A request that outlives its topic never recreates it.
+    ///
+    /// In cluster mode a partition opens only by command ([`crate::broker::shard_commands`]):
+    /// this returns the log only while the view gives the partition to this broker and shard at
+    /// the epoch it was opened at, NOT_LEADER otherwise (led elsewhere, being given up, or not
+    /// opened yet), so a misrouted request never opens, and so never claims, a partition.
     pub async fn log(
         &self,
         id: &PartitionId,
         config: LogConfig,
     ) -> Result<PartitionLog, EngineError> {
+        let view = self.view.load();
+        if view.is_cluster() {
+            return match view.leadership(&id.topic, id.partition) {
+                Leadership::Unknown => Err(EngineError::NotServed),
+                Leadership::Elsewhere => Err(EngineError::NotLeader),
+                Leadership::Here { leader_epoch } => match self.logs.get(id) {
+                    Some(log)
+                        if view.owner_shard(&id.topic, id.partition) == self.index
+                            && self.open_epochs.borrow().get(id) == Some(&leader_epoch) =>
+                    {
+                        Ok(log)
+                    }
+                    _ => Err(EngineError::NotLeader),
+                },
+            };
+        }
+        drop(view);
         if let Some(log) = self.logs.get(id) {
             return Ok(log);
         }
@@ -61,6 +87,16 @@ impl Shard {
         self.metrics
             .set_partitions_open(self.logs.open_partitions().len());
         Ok(log)
+    }
+
+    /// The leader epoch batches appended to `id` are stamped with: the epoch it was opened at
+    /// in cluster mode, the standalone epoch otherwise.
+    pub fn open_epoch(&self, id: &PartitionId) -> i32 {
+        self.open_epochs
+            .borrow()
+            .get(id)
+            .copied()
+            .unwrap_or(crate::handlers::STANDALONE_LEADER_EPOCH)
     }
 
     /// Whether the current view has `id`'s topic and partition and gives it to this shard.
@@ -82,6 +118,10 @@ impl Shard {
     /// for the first request).
     pub async fn open_owned_partitions(&self) {
         let view = self.view.load();
+        if view.is_cluster() {
+            // Cluster mode opens by command only.
+            return;
+        }
         for (id, config) in view.partitions_of_shard(self.index) {
             if let Err(error) = self.log(&id, config).await {
                 tracing::error!(partition = %id, %error, "opening partition at start-up");

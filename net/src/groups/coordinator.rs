@@ -136,6 +136,39 @@ impl GroupCoordinator {
         self.loaded.set(true);
     }
 
+    /// Starts with no group loaded (cluster mode: a group loads from its store when it is
+    /// adopted or on its first request the view routes here, never all groups of the volume).
+    pub fn start_empty(&self) {
+        self.loaded.set(true);
+    }
+
+    /// The ids of every group loaded or loading here.
+    pub fn loaded_ids(&self) -> Vec<String> {
+        self.groups.borrow().keys().cloned().collect()
+    }
+
+    /// Stops coordinating `group_id` here (cluster mode: it moved to another broker) and
+    /// forgets it, so that if it comes back it is rebuilt from its store with what the other
+    /// coordinator wrote.
+    /// Members waiting in JoinGroup or SyncGroup are answered (COORDINATOR_NOT_AVAILABLE, so
+    /// they find the new coordinator), never left hanging.
+    pub async fn release(&self, group_id: &str) {
+        let slot = self.groups.borrow_mut().remove(group_id);
+        let group = match slot {
+            Some(Slot::Ready(group)) => group,
+            Some(Slot::Opening(opening)) => match opening.await {
+                Ok(group) => group,
+                Err(_) => return,
+            },
+            None => return,
+        };
+        group.persist_if_changed().await;
+        let mut state = group.state.borrow_mut();
+        if let GroupState::Classic(classic) = &mut *state {
+            classic.mark_dead();
+        }
+    }
+
     /// COORDINATOR_LOAD_IN_PROGRESS until [`load`](Self::load) has finished.
     pub fn check_ready(&self) -> Result<(), ErrorCode> {
         if self.loaded.get() {

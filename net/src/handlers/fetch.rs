@@ -121,7 +121,10 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
                 Some(t) if !(0..t.partitions).contains(&fetch_partition.partition) => {
                     ErrorCode::UnknownTopicOrPartition
                 }
-                Some(t) => match check_leader_epoch(fetch_partition.current_leader_epoch) {
+                Some(t) => match check_leader_epoch(
+                    fetch_partition.current_leader_epoch,
+                    view.leader_epoch(&t.name, fetch_partition.partition),
+                ) {
                     ErrorCode::None => {
                         slots.push((responses.len(), partitions.len()));
                         items.push((

@@ -1,5 +1,7 @@
-//! FindCoordinator (key 10): this broker coordinates every group (a shard inside it owns
-//! each); transactions are not served.
+//! FindCoordinator (key 10): a standalone broker coordinates every group (a shard inside it
+//! owns each); in cluster mode the group's broker is the assignment's `consumerGroups` entry,
+//! else kaas-cluster's fallback choice among the assignment's brokers. Transactions are not
+//! served.
 
 use crate::broker::shard::Shard;
 use crate::protocol::messages::find_coordinator::{
@@ -9,6 +11,40 @@ use crate::protocol::ErrorCode;
 
 const GROUP_KEY: i8 = 0;
 const TRANSACTION_KEY: i8 = 1;
+
+fn endpoint_missing(error: ErrorCode) -> bool {
+    error != ErrorCode::None
+}
+
+/// The broker coordinating `group` in cluster mode; `None` when no assignment has brokers.
+pub fn group_broker(shard: &Shard, group: &str) -> Option<i32> {
+    let view = shard.view.load();
+    let cluster = view.cluster.as_ref()?;
+    cluster
+        .coordinator_of(&kaas_cluster::ids::GroupId::new(group))
+        .map(|broker| broker.0)
+}
+
+/// The node id, host and port of `group`'s coordinator.
+fn coordinator(shard: &Shard, group: &str) -> Option<(i32, String, i32)> {
+    let view = shard.view.load();
+    let Some(cluster) = &view.cluster else {
+        if view.is_cluster() {
+            return None;
+        }
+        let config = &shard.config;
+        return Some((
+            config.node_id,
+            config.advertised_host.clone(),
+            config.advertised_port,
+        ));
+    };
+    let broker = group_broker(shard, group)?;
+    let endpoint = cluster
+        .brokers()
+        .get(&kaas_cluster::ids::BrokerId(broker))?;
+    Some((broker, endpoint.host.clone(), i32::from(endpoint.port)))
+}
 
 /// Answers FindCoordinator at `version` (v4+ carries a batch of keys).
 pub fn handle(
@@ -33,22 +69,23 @@ pub fn handle(
                 ),
                 _ => (ErrorCode::InvalidRequest, "unknown key type"),
             };
-            let found = error == ErrorCode::None;
+            let (error, message, endpoint) = match (error, coordinator(shard, &key)) {
+                (ErrorCode::None, Some(endpoint)) => (error, message, Some(endpoint)),
+                (ErrorCode::None, None) => (
+                    ErrorCode::CoordinatorNotAvailable,
+                    "no cluster assignment accepted yet",
+                    None,
+                ),
+                (error, _) => (error, message, None),
+            };
+            let (node_id, host, port) = endpoint.unwrap_or((-1, String::new(), -1));
             Coordinator {
                 key,
-                node_id: if found { shard.config.node_id } else { -1 },
-                host: if found {
-                    shard.config.advertised_host.clone()
-                } else {
-                    String::new()
-                },
-                port: if found {
-                    shard.config.advertised_port
-                } else {
-                    -1
-                },
+                node_id,
+                host,
+                port,
                 error_code: error.code(),
-                error_message: (!found).then(|| message.to_string()),
+                error_message: endpoint_missing(error).then(|| message.to_string()),
             }
         })
         .collect();

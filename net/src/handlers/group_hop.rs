@@ -8,7 +8,8 @@ use crate::groups::placement::coordinator_shard;
 use crate::protocol::ErrorCode;
 
 /// Runs `job` on the shard coordinating `group_id`; COORDINATOR_NOT_AVAILABLE if that shard
-/// has stopped.
+/// has stopped, NOT_COORDINATOR when the cluster view has another broker coordinate the group
+/// (or no assignment is accepted yet), so the client asks FindCoordinator again.
 pub async fn on_coordinator<R, F, Fut>(
     shard: &Rc<Shard>,
     group_id: &str,
@@ -19,6 +20,12 @@ where
     Fut: Future<Output = R> + 'static,
     R: Send + 'static,
 {
+    if shard.view.load().is_cluster()
+        && crate::handlers::find_coordinator::group_broker(shard, group_id)
+            != Some(shard.config.node_id)
+    {
+        return Err(ErrorCode::NotCoordinator);
+    }
     let target = coordinator_shard(group_id, shard.router.shards());
     shard
         .router

@@ -7,7 +7,7 @@ use kaas_engine::{LogConfig, PartitionId};
 use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
 use crate::handlers::partition_work::{run_on_owners, Item};
-use crate::handlers::{check_leader_epoch, error_code, STANDALONE_LEADER_EPOCH};
+use crate::handlers::{check_leader_epoch, error_code};
 use crate::protocol::messages::list_offsets::{
     ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
@@ -40,7 +40,10 @@ pub async fn handle(shard: &Rc<Shard>, request: ListOffsetsRequest) -> ListOffse
             };
             let code = match info.as_ref() {
                 Some(t) if (0..t.partitions).contains(&partition.partition_index) => {
-                    let code = check_leader_epoch(partition.current_leader_epoch);
+                    let code = check_leader_epoch(
+                        partition.current_leader_epoch,
+                        view.leader_epoch(&t.name, partition.partition_index),
+                    );
                     if code == ErrorCode::None {
                         slots.push((topics.len(), partitions.len()));
                         items.push(Item {
@@ -63,12 +66,14 @@ pub async fn handle(shard: &Rc<Shard>, request: ListOffsetsRequest) -> ListOffse
     }
     for (slot, answer) in run_on_owners(shard, items, list_on_owner).await {
         let (t, p) = slots[slot];
+        let leader_epoch =
+            view.leader_epoch(&topics[t].name, topics[t].partitions[p].partition_index);
         let result = &mut topics[t].partitions[p];
         match answer {
             Ok(Some((offset, timestamp))) => {
                 result.offset = offset;
                 result.timestamp = timestamp;
-                result.leader_epoch = STANDALONE_LEADER_EPOCH;
+                result.leader_epoch = leader_epoch;
             }
             Ok(None) => {}
             Err(code) => result.error_code = code.code(),

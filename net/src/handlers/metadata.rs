@@ -11,10 +11,9 @@ use crate::broker::shard::Shard;
 use crate::broker::topic_admin::TopicAdmin;
 use crate::broker::topic_config::TopicConfig;
 use crate::groups::offsets_topic;
-use crate::handlers::{admin, authorized_operations, with_topic_admin, STANDALONE_LEADER_EPOCH};
+use crate::handlers::{admin, authorized_operations, cluster_metadata, with_topic_admin};
 use crate::protocol::messages::metadata::{
-    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
-    MetadataResponseTopic,
+    MetadataRequest, MetadataResponse, MetadataResponsePartition, MetadataResponseTopic,
 };
 use crate::protocol::{ErrorCode, Uuid};
 
@@ -37,7 +36,7 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
             view.topics
                 .values()
                 .filter(|t| !offsets_topic::is_offsets_topic(&t.name))
-                .map(|t| topic_metadata(shard, t)),
+                .map(|t| topic_metadata(shard, &view, t)),
         );
         topics.push(offsets_topic_metadata(shard, &view));
     } else {
@@ -50,7 +49,7 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
                         _ if offsets_topic::is_offsets_topic(&name) => {
                             offsets_topic_metadata(shard, &view)
                         }
-                        Some(topic) => topic_metadata(shard, topic),
+                        Some(topic) => topic_metadata(shard, &view, topic),
                         None if auto_create => auto_create_topic(shard, name).await,
                         None => {
                             error_topic(Some(name), Uuid::NIL, ErrorCode::UnknownTopicOrPartition)
@@ -58,7 +57,7 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
                     }
                 }
                 _ => match view.topic_by_id(&requested.topic_id) {
-                    Some(topic) => topic_metadata(shard, topic),
+                    Some(topic) => topic_metadata(shard, &view, topic),
                     None if offsets_topic::topic_by_id(&view, &requested.topic_id).is_some() => {
                         offsets_topic_metadata(shard, &view)
                     }
@@ -71,12 +70,7 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
         topic.topic_authorized_operations = topic_operations;
     }
     MetadataResponse {
-        brokers: vec![MetadataResponseBroker {
-            node_id: config.node_id,
-            host: config.advertised_host.clone(),
-            port: config.advertised_port,
-            rack: None,
-        }],
+        brokers: cluster_metadata::brokers(config, &view),
         cluster_id: Some(view.cluster_id.clone()),
         controller_id: config.node_id,
         topics,
@@ -115,27 +109,34 @@ async fn auto_create_topic(shard: &Rc<Shard>, name: String) -> MetadataResponseT
     })
     .await;
     match created {
-        Ok(topic) => topic_metadata(shard, &topic),
+        Ok(topic) => topic_metadata(shard, &shard.view.load(), &topic),
         Err(error) => error_topic(Some(name), Uuid::NIL, error.code),
     }
 }
 
-fn topic_metadata(shard: &Shard, topic: &Arc<TopicInfo>) -> MetadataResponseTopic {
-    let node = shard.config.node_id;
+fn topic_metadata(
+    shard: &Shard,
+    view: &ClusterView,
+    topic: &Arc<TopicInfo>,
+) -> MetadataResponseTopic {
     MetadataResponseTopic {
         error_code: ErrorCode::None.code(),
         name: Some(topic.name.to_string()),
         topic_id: topic.id,
         is_internal: false,
         partitions: (0..topic.partitions)
-            .map(|partition| MetadataResponsePartition {
-                error_code: ErrorCode::None.code(),
-                partition_index: partition,
-                leader_id: node,
-                leader_epoch: STANDALONE_LEADER_EPOCH,
-                replica_nodes: vec![node],
-                isr_nodes: vec![node],
-                offline_replicas: Vec::new(),
+            .map(|partition| {
+                let (leader, leader_epoch) =
+                    cluster_metadata::leader(&shard.config, view, &topic.name, partition);
+                MetadataResponsePartition {
+                    error_code: ErrorCode::None.code(),
+                    partition_index: partition,
+                    leader_id: leader,
+                    leader_epoch,
+                    replica_nodes: vec![leader],
+                    isr_nodes: vec![leader],
+                    offline_replicas: Vec::new(),
+                }
             })
             .collect(),
         ..Default::default()
@@ -146,7 +147,7 @@ fn topic_metadata(shard: &Shard, topic: &Arc<TopicInfo>) -> MetadataResponseTopi
 fn offsets_topic_metadata(shard: &Shard, view: &ClusterView) -> MetadataResponseTopic {
     MetadataResponseTopic {
         is_internal: true,
-        ..topic_metadata(shard, &offsets_topic::topic_info(view))
+        ..topic_metadata(shard, view, &offsets_topic::topic_info(view))
     }
 }
 

@@ -9,6 +9,7 @@ pub mod acl_requests;
 pub mod alter_configs;
 pub mod api_versions;
 pub mod authorized_operations;
+pub mod cluster_metadata;
 pub mod config_changes;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
@@ -69,7 +70,9 @@ pub fn error_code(error: &EngineError) -> ErrorCode {
         }
         EngineError::ProducerState(_) => ErrorCode::OutOfOrderSequenceNumber,
         EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
-        EngineError::Closed | EngineError::Fenced { .. } => ErrorCode::NotLeaderOrFollower,
+        EngineError::Closed | EngineError::Fenced { .. } | EngineError::NotLeader => {
+            ErrorCode::NotLeaderOrFollower
+        }
         EngineError::NotServed => ErrorCode::UnknownTopicOrPartition,
         EngineError::Poisoned(_) | EngineError::Corrupt { .. } | EngineError::Io { .. } => {
             ErrorCode::KafkaStorageError
@@ -104,12 +107,14 @@ pub fn batch_error_code(error: &BatchError) -> ErrorCode {
     }
 }
 
-/// Checks a client's `current_leader_epoch` against the partition's (-1 means "not given").
-pub fn check_leader_epoch(current_leader_epoch: i32) -> ErrorCode {
+/// Checks a client's `current_leader_epoch` against the partition's `leader_epoch` (-1 means
+/// "not given"): an older one is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, as
+/// Kafka answers, so the client refreshes its metadata.
+pub fn check_leader_epoch(current_leader_epoch: i32, leader_epoch: i32) -> ErrorCode {
     match current_leader_epoch {
         -1 => ErrorCode::None,
-        epoch if epoch > STANDALONE_LEADER_EPOCH => ErrorCode::UnknownLeaderEpoch,
-        epoch if epoch < STANDALONE_LEADER_EPOCH => ErrorCode::FencedLeaderEpoch,
+        epoch if epoch > leader_epoch => ErrorCode::UnknownLeaderEpoch,
+        epoch if epoch < leader_epoch => ErrorCode::FencedLeaderEpoch,
         _ => ErrorCode::None,
     }
 }
@@ -121,6 +126,16 @@ where
     Fut: Future<Output = Result<R, TopicError>> + 'static,
     R: Send + 'static,
 {
+    if shard.config.cluster.is_some() {
+        // The assignment is the one source of topics in cluster mode; a topic change made
+        // here would be one broker's alone.
+        return Err(TopicError {
+            code: ErrorCode::InvalidRequest,
+            message:
+                "topics are managed by the cluster assignment (assignment.json) in cluster mode"
+                    .into(),
+        });
+    }
     let result = shard
         .router
         .call(shard, 0, move |admin_shard| async move {

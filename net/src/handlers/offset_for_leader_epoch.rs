@@ -35,7 +35,10 @@ pub async fn handle(
             };
             let code = match info {
                 Some(t) if (0..t.partitions).contains(&partition.partition) => {
-                    let code = check_leader_epoch(partition.current_leader_epoch);
+                    let code = check_leader_epoch(
+                        partition.current_leader_epoch,
+                        view.leader_epoch(&t.name, partition.partition),
+                    );
                     if code == ErrorCode::None {
                         slots.push((topics.len(), partitions.len()));
                         items.push(Item {
@@ -92,7 +95,7 @@ async fn lookup_on_owner(
                     // An empty log (or one written before epochs) ends at its end offset in
                     // the current epoch.
                     None if log.latest_epoch().is_none() => Ok(Some((
-                        crate::handlers::STANDALONE_LEADER_EPOCH,
+                        shard.open_epoch(&item.id),
                         offsets.log_end_offset as i64,
                     ))),
                     None => Ok(None),

@@ -18,7 +18,7 @@ use kaas_engine::{EngineError, LogConfig, PartitionId};
 use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
 use crate::handlers::partition_work::{run_on_owners, Item};
-use crate::handlers::{error_code, now_ms, STANDALONE_LEADER_EPOCH};
+use crate::handlers::{error_code, now_ms};
 use crate::protocol::messages::produce::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceRequest, ProduceResponse,
     TopicProduceResponse,
@@ -167,7 +167,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                 continue;
             }
         };
-        match log.append(&records, STANDALONE_LEADER_EPOCH, now).await {
+        match log.append(&records, shard.open_epoch(&item.id), now).await {
             Ok(outcome) => {
                 if !outcome.duplicate {
                     shard

@@ -1,0 +1,50 @@
+//! What Metadata says about brokers and leaders: this broker alone when standalone, and in
+//! cluster mode every broker of the accepted assignment and each partition's leader and leader
+//! epoch (replicas = isr = [leader]: each partition has one copy, on the shared volume).
+
+use crate::broker::cluster_view::ClusterView;
+use crate::broker::config::BrokerConfig;
+use crate::handlers::STANDALONE_LEADER_EPOCH;
+use crate::protocol::messages::metadata::MetadataResponseBroker;
+
+/// The brokers Metadata lists.
+pub fn brokers(config: &BrokerConfig, view: &ClusterView) -> Vec<MetadataResponseBroker> {
+    match &view.cluster {
+        Some(cluster) => cluster
+            .brokers()
+            .values()
+            .map(|broker| MetadataResponseBroker {
+                node_id: broker.id.0,
+                host: broker.host.clone(),
+                port: i32::from(broker.port),
+                rack: None,
+            })
+            .collect(),
+        None => vec![MetadataResponseBroker {
+            node_id: config.node_id,
+            host: config.advertised_host.clone(),
+            port: config.advertised_port,
+            rack: None,
+        }],
+    }
+}
+
+/// The leader and leader epoch of partition `partition` of `topic`.
+pub fn leader(
+    config: &BrokerConfig,
+    view: &ClusterView,
+    topic: &str,
+    partition: i32,
+) -> (i32, i32) {
+    let Some(cluster) = &view.cluster else {
+        return (config.node_id, STANDALONE_LEADER_EPOCH);
+    };
+    let Ok(name) = kaas_cluster::ids::TopicName::new(topic) else {
+        return (-1, -1);
+    };
+    cluster
+        .leader_of(&kaas_cluster::ids::TopicPartition::new(name, partition))
+        .map_or((-1, -1), |placement| {
+            (placement.leader.0, placement.leader_epoch.0)
+        })
+}
