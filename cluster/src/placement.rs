@@ -25,10 +25,29 @@ pub fn owner_shard(topic: &str, partition: i32, shards: usize) -> ShardIndex {
     ShardIndex((hash % shards.max(1) as u64) as usize)
 }
 
-/// The shard coordinating `group` inside its broker: FNV-1a of the group id modulo the shard
-/// count.
+/// Java's `String.hashCode()` (over UTF-16 code units), which Kafka's placement uses.
+pub fn java_string_hash(text: &str) -> i32 {
+    text.encode_utf16().fold(0i32, |hash, unit| {
+        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
+}
+
+/// Partitions of `__consumer_offsets` (Kafka's `offsets.topic.num.partitions` default).
+pub const OFFSETS_TOPIC_PARTITIONS: i32 = 50;
+
+/// The `__consumer_offsets` partition holding `group`: Kafka's
+/// `Utils.abs(groupId.hashCode()) % 50` (`Utils.abs` maps `i32::MIN` to 0).
+pub fn offsets_partition(group: &str) -> i32 {
+    let hash = java_string_hash(group);
+    let abs = if hash == i32::MIN { 0 } else { hash.abs() };
+    abs % OFFSETS_TOPIC_PARTITIONS
+}
+
+/// The shard coordinating `group` inside its broker: the shard serving the group's
+/// `__consumer_offsets` partition (that partition modulo the shard count), so one shard holds
+/// every group of a partition, as Kafka's coordinator is that partition's leader.
 pub fn group_shard(group: &GroupId, shards: usize) -> ShardIndex {
-    ShardIndex((fnv1a(group.as_str().as_bytes()) % shards.max(1) as u64) as usize)
+    ShardIndex(offsets_partition(group.as_str()) as usize % shards.max(1))
 }
 
 /// The coordinator of a group the assignment does not name: of `brokers`, the one with the
@@ -80,7 +99,7 @@ mod tests {
         }
         assert_eq!(owner_shard("orders", 3, 1), ShardIndex(0));
         assert_eq!(owner_shard("orders", 3, 0), ShardIndex(0));
-        let expected = (fnv1a(b"billing") % 3) as usize;
+        let expected = offsets_partition("billing") as usize % 3;
         assert_eq!(
             group_shard(&GroupId::new("billing"), 3),
             ShardIndex(expected)

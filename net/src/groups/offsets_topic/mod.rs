@@ -59,19 +59,9 @@ pub fn is_offsets_topic(name: &str) -> bool {
     name == NAME
 }
 
-/// Java's `String.hashCode` (over UTF-16 code units), as Kafka hashes group ids.
-fn java_string_hash(text: &str) -> i32 {
-    text.encode_utf16().fold(0i32, |hash, unit| {
-        hash.wrapping_mul(31).wrapping_add(i32::from(unit))
-    })
-}
-
-/// The partition holding `group_id`: Kafka's `Utils.abs(groupId.hashCode()) % 50`
-/// (`Utils.abs` maps `i32::MIN` to 0).
+/// The partition holding `group_id`: Kafka's `Utils.abs(groupId.hashCode()) % 50`.
 pub fn partition_for(group_id: &str) -> i32 {
-    let hash = java_string_hash(group_id);
-    let abs = if hash == i32::MIN { 0 } else { hash.abs() };
-    abs % PARTITIONS
+    kaas_cluster::placement::offsets_partition(group_id)
 }
 
 /// The topic id: derived from the cluster id, so it is the same after every restart without
@@ -118,6 +108,7 @@ pub fn shard_of_partition(partition: i32, shards: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kaas_cluster::placement::java_string_hash;
 
     #[test]
     fn partitions_match_kafka() {
