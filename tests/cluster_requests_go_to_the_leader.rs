@@ -109,7 +109,16 @@ fn a_broker_answers_for_what_it_leads_and_points_elsewhere_for_the_rest() {
         0,
         -1,
     );
-    let produced = client.produce("t", vec![(0, batch.clone()), (1, batch)]);
+    // The assignment's version is visible once the view is published; the leader may still be
+    // opening partition 0 and answer NOT_LEADER_OR_FOLLOWER for a moment, which clients retry.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let produced = loop {
+        let produced = client.produce("t", vec![(0, batch.clone()), (1, batch.clone())]);
+        if produced[0].1 != NOT_LEADER_OR_FOLLOWER || std::time::Instant::now() > deadline {
+            break produced;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
     assert_eq!(produced[0].1, 0, "partition 0 is led here: {produced:?}");
     assert_eq!(produced[1].1, NOT_LEADER_OR_FOLLOWER, "{produced:?}");
 

@@ -350,10 +350,11 @@ impl GroupCoordinator {
                 .set(now_ms.saturating_add(config_check_interval(&self.config)));
             self.expire_offsets(wall_ms()).await;
         }
-        if self.loaded.get() {
-            self.offsets_topic
-                .sync(&self.groups(), &self.view.load())
-                .await;
+        // In cluster mode every broker would serve all 50 partitions from the same files; until
+        // the assignment places them, `__consumer_offsets` is served by standalone brokers only.
+        let view = self.view.load();
+        if self.loaded.get() && !view.cluster_mode {
+            self.offsets_topic.sync(&self.groups(), &view).await;
         }
     }
 
