@@ -195,15 +195,8 @@ impl ClusterView {
     }
 }
 
-/// FNV-1a (64-bit) of `bytes`: the stable hash that places partitions and groups on shards.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in bytes {
-        hash ^= u64::from(*byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
-}
+/// FNV-1a (64-bit): the stable hash that places partitions on shards (kaas-cluster's).
+pub use kaas_cluster::placement::fnv1a;
 
 /// FNV-1a of the topic name plus the partition, modulo the shard count; a
 /// `__consumer_offsets` partition belongs to the shard coordinating its groups.
@@ -211,7 +204,7 @@ pub fn owner_shard(topic: &str, partition: i32, shards: usize) -> usize {
     if crate::groups::offsets_topic::is_offsets_topic(topic) {
         return crate::groups::offsets_topic::shard_of_partition(partition, shards);
     }
-    (fnv1a(topic.as_bytes()).wrapping_add(partition as u64) % shards.max(1) as u64) as usize
+    kaas_cluster::placement::owner_shard(topic, partition, shards).0
 }
 
 /// Where shards read the current view from and where a new one is published.
