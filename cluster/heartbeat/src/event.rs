@@ -5,15 +5,20 @@
 use std::time::Instant;
 
 use kaas_cluster::assignment::BrokerEndpoint;
-use kaas_cluster::ids::{AssignmentVersion, BrokerId};
+use kaas_cluster::ids::{
+    AssignmentVersion, BrokerId, ControllerEpoch, LeaderEpoch, TopicPartition,
+};
 
 /// A connected broker as its last ping described it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrokerStatus {
     /// The broker and its advertised Kafka endpoint.
     pub broker: BrokerEndpoint,
-    /// The newest assignment it has applied (`None` before the first).
-    pub applied_version: Option<AssignmentVersion>,
+    /// The controller epoch and version of the newest assignment it has applied (`None`
+    /// before the first).
+    pub applied: Option<(ControllerEpoch, AssignmentVersion)>,
+    /// Partitions it found claimed on the volume at a higher leader epoch, with that epoch.
+    pub fenced: Vec<(TopicPartition, LeaderEpoch)>,
     /// When its last ping arrived (monotonic).
     pub last_ping: Instant,
 }

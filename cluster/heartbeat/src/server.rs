@@ -29,8 +29,9 @@ use crate::event::{BrokerStatus, HeartbeatEvent};
 use crate::ping::Ping;
 use crate::registry::{BrokerRegistry, StreamId};
 
-/// The largest message a broker may send; a ping is well under 300 bytes.
-const MAX_PING_BYTES: usize = 4096;
+/// The largest message a broker may send: a ping is under 300 bytes, plus about 260 per
+/// fenced partition it reports.
+const MAX_PING_BYTES: usize = 1024 * 1024;
 /// Controller messages queued per stream before pushes to it are dropped (the broker's file
 /// poll is the backstop for a push it missed).
 const OUTBOUND_QUEUE: usize = 16;
