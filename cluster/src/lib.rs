@@ -8,7 +8,9 @@
 //! seeded simulation.
 
 pub mod assignment;
+pub mod balancer;
 pub mod command;
+pub mod controller;
 pub mod follower;
 pub mod ids;
 pub mod open_state;
