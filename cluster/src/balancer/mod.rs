@@ -198,3 +198,6 @@ fn place_groups(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod properties;
