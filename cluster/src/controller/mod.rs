@@ -355,7 +355,7 @@ impl Controller {
             fenced: self
                 .registry
                 .fenced(self.now, self.config.age_out_ms)
-                .cloned()
+                .map(|(broker, partition, claim)| (broker, partition.clone(), claim))
                 .collect(),
             reported_version: self.registry.highest_applied_version(),
         };

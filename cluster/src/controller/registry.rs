@@ -80,16 +80,16 @@ impl BrokerRegistry {
         self.connected(now, age_out_ms).into_keys().collect()
     }
 
-    /// The partitions connected brokers last reported fenced, with the claim epoch.
+    /// What connected brokers last reported fenced: (broker, partition, claim epoch).
     pub fn fenced(
         &self,
         now: MonotonicMillis,
         age_out_ms: u64,
-    ) -> impl Iterator<Item = &(TopicPartition, LeaderEpoch)> {
+    ) -> impl Iterator<Item = (BrokerId, &TopicPartition, LeaderEpoch)> {
         self.entries
-            .values()
-            .filter(move |e| e.stream_open && e.last_ping.plus(age_out_ms) >= now)
-            .flat_map(|e| e.fenced.iter())
+            .iter()
+            .filter(move |(_, e)| e.stream_open && e.last_ping.plus(age_out_ms) >= now)
+            .flat_map(|(id, e)| e.fenced.iter().map(move |(p, claim)| (*id, p, *claim)))
     }
 
     /// The highest controller epoch any broker reported applying.
