@@ -36,6 +36,9 @@ use crate::view::TopicInfo;
 use super::action::Action;
 use super::input::MonotonicMillis;
 
+/// Writes asked for and not answered that are remembered (to announce them once durable).
+const MAX_IN_FLIGHT: usize = 16;
+
 /// What the leader decides from, besides its own state.
 pub(super) struct Context<'a> {
     pub epoch: ControllerEpoch,
@@ -241,6 +244,10 @@ impl Leading {
             .retain(|partition, floor| next.leader(partition).is_none() && range.contains(*floor));
         self.must_write = false;
         self.last = Some(next.clone());
+        // An adapter answers every write; if one never did, keep only the newest few.
+        if self.in_flight.len() >= MAX_IN_FLIGHT {
+            self.in_flight.remove(0);
+        }
         self.in_flight.push(next.clone());
         actions.push(Action::WriteAssignment {
             assignment: next,

@@ -55,6 +55,12 @@ impl BrokerRegistry {
         true
     }
 
+    /// Forgets brokers silent for more than `ms` (their entries would otherwise pile up, one
+    /// per id ever heard from).
+    pub fn forget_silent(&mut self, now: MonotonicMillis, ms: u64) {
+        self.entries.retain(|_, e| e.last_ping.plus(ms) >= now);
+    }
+
     /// The broker's stream closed: it is disconnected until it pings again.
     pub fn stream_closed(&mut self, broker: BrokerId) {
         if let Some(entry) = self.entries.get_mut(&broker) {
