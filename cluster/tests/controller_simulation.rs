@@ -39,7 +39,7 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
-use kaas_cluster::assignment::Assignment;
+use kaas_cluster::assignment::{Assignment, BrokerEndpoint};
 use kaas_cluster::command::ShardCommand;
 use kaas_cluster::controller::{
     Action, Controller, ControllerConfig, Heartbeat, Input, MonotonicMillis,
@@ -548,13 +548,13 @@ impl World {
         }
         let proc = &self.procs[p];
         let input = Input::Heartbeat(Heartbeat {
-            broker: proc.broker(),
-            host: format!("10.0.0.{}", proc.id + 1),
-            port: 9092,
-            applied: proc
-                .follower
-                .current()
-                .map(|a| (a.controller_epoch(), a.version())),
+            broker: BrokerEndpoint {
+                id: proc.broker(),
+                host: format!("10.0.0.{}", proc.id + 1),
+                port: 9092,
+            },
+            applied_version: proc.follower.current().map(|a| a.version()),
+            applied_epoch: proc.follower.current().map(|a| a.controller_epoch()),
             fenced: proc.fenced.iter().map(|(p, e)| (p.clone(), *e)).collect(),
         });
         if self.faults.roll(&mut self.rng, 100) {

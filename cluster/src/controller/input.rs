@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::assignment::Assignment;
+use crate::assignment::{Assignment, BrokerEndpoint};
 use crate::ids::{
     AssignmentVersion, BrokerId, ControllerEpoch, GroupId, LeaderEpoch, TopicName, TopicPartition,
 };
@@ -22,17 +22,17 @@ impl MonotonicMillis {
     }
 }
 
-/// One ping of a broker's heartbeat stream.
+/// One ping of a broker's heartbeat stream (the heartbeat server's `Joined` and `Pinged`
+/// events carry all but the last two fields).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Heartbeat {
-    /// The broker (its id, the pod's ordinal).
-    pub broker: BrokerId,
-    /// Its advertised Kafka host (what Metadata tells clients).
-    pub host: String,
-    /// Its advertised Kafka port.
-    pub port: u16,
-    /// The controller epoch and version of the assignment it has applied, if any.
-    pub applied: Option<(ControllerEpoch, AssignmentVersion)>,
+    /// The broker (its id, the pod's ordinal) and its advertised Kafka endpoint.
+    pub broker: BrokerEndpoint,
+    /// The version of the newest assignment it has applied, if any.
+    pub applied_version: Option<AssignmentVersion>,
+    /// The controller epoch of that assignment, when the ping carries it: a higher one than
+    /// this controller's deposes it at once.
+    pub applied_epoch: Option<ControllerEpoch>,
     /// Partitions it was told to lead at some epoch but found claimed on the volume at a
     /// higher one (its takeover claim failed, or a flush found the newer claim), with that
     /// claim's epoch. The broker repeats a report until an assignment gives the partition a
@@ -72,7 +72,8 @@ pub enum Input {
     EpochRecorded(ControllerEpoch),
     /// A broker's ping arrived.
     Heartbeat(Heartbeat),
-    /// A broker's heartbeat stream broke or ended: it is gone at once.
+    /// A broker's heartbeat stream broke or ended: it is gone at once. (The heartbeat
+    /// server's `Departed` events, aged out or closed, both map here.)
     StreamClosed {
         /// The broker.
         broker: BrokerId,

@@ -33,25 +33,19 @@ pub struct BrokerRegistry {
 impl BrokerRegistry {
     /// Records a ping received at `now`; returns whether it was usable.
     pub fn ping(&mut self, now: MonotonicMillis, heartbeat: Heartbeat) -> bool {
-        if heartbeat.broker.0 < 0 || heartbeat.host.trim().is_empty() || heartbeat.port == 0 {
+        let endpoint = heartbeat.broker;
+        if endpoint.id.0 < 0 || endpoint.host.trim().is_empty() || endpoint.port == 0 {
             return false;
         }
-        if let Some((epoch, version)) = heartbeat.applied {
-            self.highest_applied_epoch = self.highest_applied_epoch.max(Some(epoch));
-            self.highest_applied_version = self.highest_applied_version.max(Some(version));
-        }
-        let endpoint = BrokerEndpoint {
-            id: heartbeat.broker,
-            host: heartbeat.host,
-            port: heartbeat.port,
-        };
+        self.highest_applied_epoch = self.highest_applied_epoch.max(heartbeat.applied_epoch);
+        self.highest_applied_version = self.highest_applied_version.max(heartbeat.applied_version);
         let entry = Entry {
-            endpoint,
+            endpoint: endpoint.clone(),
             last_ping: now,
             stream_open: true,
             fenced: heartbeat.fenced,
         };
-        self.entries.insert(heartbeat.broker, entry);
+        self.entries.insert(endpoint.id, entry);
         true
     }
 
@@ -115,10 +109,13 @@ mod tests {
 
     fn ping(broker: i32, host: &str) -> Heartbeat {
         Heartbeat {
-            broker: BrokerId(broker),
-            host: host.to_string(),
-            port: 9092,
-            applied: Some((ControllerEpoch(2), AssignmentVersion(broker as u64))),
+            broker: BrokerEndpoint {
+                id: BrokerId(broker),
+                host: host.to_string(),
+                port: 9092,
+            },
+            applied_version: Some(AssignmentVersion(broker as u64)),
+            applied_epoch: Some(ControllerEpoch(2)),
             fenced: Vec::new(),
         }
     }

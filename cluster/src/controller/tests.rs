@@ -2,7 +2,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::*;
-use crate::assignment::Assignment;
+use crate::assignment::{Assignment, BrokerEndpoint};
 use crate::balancer::EpochRange;
 use crate::ids::{AssignmentVersion, LeaderEpoch, TopicId, TopicPartition};
 
@@ -26,12 +26,19 @@ fn topics(specs: &[(&str, i32)]) -> BTreeMap<TopicName, TopicInfo> {
         .collect()
 }
 
-fn ping(broker: i32, applied: Option<(u64, u64)>) -> Input {
-    Input::Heartbeat(Heartbeat {
-        broker: BrokerId(broker),
+fn endpoint(broker: i32) -> BrokerEndpoint {
+    BrokerEndpoint {
+        id: BrokerId(broker),
         host: format!("10.0.0.{broker}"),
         port: 9092,
-        applied: applied.map(|(e, v)| (ControllerEpoch(e), AssignmentVersion(v))),
+    }
+}
+
+fn ping(broker: i32, applied: Option<(u64, u64)>) -> Input {
+    Input::Heartbeat(Heartbeat {
+        broker: endpoint(broker),
+        applied_version: applied.map(|(_, v)| AssignmentVersion(v)),
+        applied_epoch: applied.map(|(e, _)| ControllerEpoch(e)),
         fenced: Vec::new(),
     })
 }
@@ -354,10 +361,9 @@ fn a_fenced_partition_gets_an_epoch_above_the_claim() {
     let leader = first.leader(&tp("orders", 0)).expect("exists");
     let claim = LeaderEpoch(leader.leader_epoch.0 + 3);
     let actions = harness.feed(Input::Heartbeat(Heartbeat {
-        broker: leader.leader,
-        host: format!("10.0.0.{}", leader.leader.0),
-        port: 9092,
-        applied: Some((ControllerEpoch(1), AssignmentVersion(1))),
+        broker: endpoint(leader.leader.0),
+        applied_version: Some(AssignmentVersion(1)),
+        applied_epoch: Some(ControllerEpoch(1)),
         fenced: vec![(tp("orders", 0), claim)],
     }));
     let next = writes(&actions);
