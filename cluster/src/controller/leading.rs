@@ -9,8 +9,9 @@
 //! finding another controller's file on the volume.
 //!
 //! The floors (see [`crate::balancer`]) come from three places:
-//! - a broker reports that a claim at epoch `e` fenced a partition it was told to lead at
-//!   `e` or lower: the partition needs an epoch above `e`;
+//! - the broker this controller wants to lead a partition reports that a claim at epoch `e`
+//!   fenced it while the assignment says `e` or lower: the partition needs an epoch above
+//!   `e` (reports from other brokers are about assignments they have not caught up with);
 //! - the volume holds a file of a lower controller epoch that is not the one this controller
 //!   started from: a deposed controller wrote it after this one won, and brokers that had
 //!   not heard of this controller may have claimed its partitions at its epochs; every
@@ -35,6 +36,9 @@ use crate::view::TopicInfo;
 use super::action::Action;
 use super::input::MonotonicMillis;
 
+/// Writes asked for and not answered that are remembered (to announce them once durable).
+const MAX_IN_FLIGHT: usize = 16;
+
 /// What the leader decides from, besides its own state.
 pub(super) struct Context<'a> {
     pub epoch: ControllerEpoch,
@@ -44,7 +48,8 @@ pub(super) struct Context<'a> {
     pub groups: Option<&'a BTreeSet<GroupId>>,
     /// Raised whenever topics, groups or the ready set change.
     pub generation: u64,
-    pub fenced: Vec<(TopicPartition, LeaderEpoch)>,
+    /// (reporting broker, partition, claim epoch) from heartbeats.
+    pub fenced: Vec<(BrokerId, TopicPartition, LeaderEpoch)>,
     pub reported_version: Option<AssignmentVersion>,
 }
 
@@ -154,9 +159,11 @@ impl Leading {
         };
         let base = self.base().cloned();
         if let Some(base) = &base {
-            for (partition, claim) in &context.fenced {
+            for (broker, partition, claim) in &context.fenced {
+                // Only the leader this controller wants matters: another broker's report
+                // is about an assignment it has not caught up with yet.
                 let ours = base.leader(partition);
-                if ours.is_some_and(|ours| ours.leader_epoch <= *claim) {
+                if ours.is_some_and(|ours| ours.leader == *broker && ours.leader_epoch <= *claim) {
                     raise(&mut self.floors, partition.clone(), *claim);
                 }
             }
@@ -237,6 +244,10 @@ impl Leading {
             .retain(|partition, floor| next.leader(partition).is_none() && range.contains(*floor));
         self.must_write = false;
         self.last = Some(next.clone());
+        // An adapter answers every write; if one never did, keep only the newest few.
+        if self.in_flight.len() >= MAX_IN_FLIGHT {
+            self.in_flight.remove(0);
+        }
         self.in_flight.push(next.clone());
         actions.push(Action::WriteAssignment {
             assignment: next,

@@ -63,6 +63,9 @@ use crate::view::TopicInfo;
 use leading::{Context, Leading};
 use registry::BrokerRegistry;
 
+/// A broker silent for this many age-out periods is forgotten (it left long ago).
+const FORGET_AFTER_AGE_OUTS: u64 = 20;
+
 /// Where a term is.
 #[derive(Clone, Debug)]
 enum Stage {
@@ -163,6 +166,8 @@ impl Controller {
                 }
             }
             Input::Tick => {
+                let forget_after = self.config.age_out_ms.saturating_mul(FORGET_AFTER_AGE_OUTS);
+                self.registry.forget_silent(self.now, forget_after);
                 if let Some(leading) = self.leading_mut() {
                     leading.tick();
                 }
@@ -355,7 +360,7 @@ impl Controller {
             fenced: self
                 .registry
                 .fenced(self.now, self.config.age_out_ms)
-                .cloned()
+                .map(|(broker, partition, claim)| (broker, partition.clone(), claim))
                 .collect(),
             reported_version: self.registry.highest_applied_version(),
         };

@@ -55,6 +55,12 @@ impl BrokerRegistry {
         true
     }
 
+    /// Forgets brokers silent for more than `ms` (their entries would otherwise pile up, one
+    /// per id ever heard from).
+    pub fn forget_silent(&mut self, now: MonotonicMillis, ms: u64) {
+        self.entries.retain(|_, e| e.last_ping.plus(ms) >= now);
+    }
+
     /// The broker's stream closed: it is disconnected until it pings again.
     pub fn stream_closed(&mut self, broker: BrokerId) {
         if let Some(entry) = self.entries.get_mut(&broker) {
@@ -80,16 +86,16 @@ impl BrokerRegistry {
         self.connected(now, age_out_ms).into_keys().collect()
     }
 
-    /// The partitions connected brokers last reported fenced, with the claim epoch.
+    /// What connected brokers last reported fenced: (broker, partition, claim epoch).
     pub fn fenced(
         &self,
         now: MonotonicMillis,
         age_out_ms: u64,
-    ) -> impl Iterator<Item = &(TopicPartition, LeaderEpoch)> {
+    ) -> impl Iterator<Item = (BrokerId, &TopicPartition, LeaderEpoch)> {
         self.entries
-            .values()
-            .filter(move |e| e.stream_open && e.last_ping.plus(age_out_ms) >= now)
-            .flat_map(|e| e.fenced.iter())
+            .iter()
+            .filter(move |(_, e)| e.stream_open && e.last_ping.plus(age_out_ms) >= now)
+            .flat_map(|(id, e)| e.fenced.iter().map(move |(p, claim)| (*id, p, *claim)))
     }
 
     /// The highest controller epoch any broker reported applying.
