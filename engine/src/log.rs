@@ -1204,6 +1204,8 @@ pub(crate) struct SealedSegment {
     pub next_offset: u64,
     pub size: u64,
     pub max_timestamp: i64,
+    /// A hard link to an older epoch's file: its counted length bounds any replacement.
+    pub inherited: bool,
     pub file: crate::storage::LogFile,
 }
 
@@ -1237,6 +1239,7 @@ impl PartitionLog {
                 next_offset: s.next_offset,
                 size: s.size,
                 max_timestamp: s.max_timestamp,
+                inherited: s.inherited,
                 file: s.file.clone(),
             })
             .collect();
@@ -1332,6 +1335,8 @@ impl PartitionLog {
             },
         );
         state.segment_swaps += 1;
+        // The newest batches may still be cached as they were before cleaning.
+        state.tail_cache.clear();
         drop(state);
         self.shared.read_ahead.borrow_mut().release();
         Ok(true)

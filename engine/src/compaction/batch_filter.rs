@@ -33,6 +33,7 @@ use crate::compression;
 pub const DELETE_HORIZON_MASK: i16 = 0x40;
 
 /// What the filter needs to know about the pass.
+#[derive(Clone, Copy)]
 pub struct FilterContext<'a> {
     /// Latest offsets of the keys in the dirty range `[.., map_end)`.
     pub map: &'a OffsetMap,
@@ -44,6 +45,9 @@ pub struct FilterContext<'a> {
     pub delete_retention_ms: i64,
     /// Decompression cap; a batch inflating past it is kept as it is.
     pub max_batch_bytes: usize,
+    /// Whether a batch may get a delete horizon (which can lengthen it): not in a segment
+    /// whose replacement must not grow (inherited from an older epoch).
+    pub may_set_horizon: bool,
 }
 
 /// The outcome for one batch.
@@ -107,7 +111,9 @@ pub fn filter_batch(
         }
     }
     let new_horizon = match horizon {
-        None if kept_tombstone => Some(context.now_ms.saturating_add(context.delete_retention_ms)),
+        None if kept_tombstone && context.may_set_horizon => {
+            Some(context.now_ms.saturating_add(context.delete_retention_ms))
+        }
         _ => None,
     };
     if kept.len() == all.len() && new_horizon.is_none() {

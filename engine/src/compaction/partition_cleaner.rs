@@ -128,10 +128,13 @@ pub struct PassOutcome {
     pub bytes_written: u64,
     /// Segments replaced.
     pub segments_swapped: usize,
+    /// The earliest delete horizon of a batch the pass kept (a later pass after it drops
+    /// that batch's tombstones).
+    pub earliest_delete_horizon: Option<i64>,
 }
 
-/// Cleans `log` once from `first_dirty` (whatever its dirty ratio). `None` when there is
-/// nothing dirty to clean. Fails with `Fenced` when a newer claim appeared before a swap.
+/// Cleans `log` once from `first_dirty` (whatever its dirty ratio). `None` when no sealed
+/// segment is cleanable. Fails with `Fenced` when a newer claim appeared before a swap.
 pub async fn clean_log(
     log: &PartitionLog,
     first_dirty: u64,
@@ -146,12 +149,14 @@ pub async fn clean_log(
         .iter()
         .filter(|s| s.next_offset > first_dirty)
         .collect();
-    if dirty.is_empty() {
+    let Some(cleanable_end) = segments.last().map(|s| s.next_offset) else {
         return Ok(None);
-    }
+    };
+    // Nothing dirty: a pass with an empty map only drops tombstones whose delete horizon
+    // has passed (Kafka cleans such a log too, whatever its dirty ratio).
     let mut outcome = PassOutcome::default();
     let mut map = OffsetMap::with_budget(cleaner.dedupe_buffer_bytes);
-    let mut map_end = dirty.last().map_or(first_dirty, |s| s.next_offset);
+    let mut map_end = cleanable_end;
     'segments: for segment in &dirty {
         let mut reader = SegmentBatches::new(&segment.file, segment.size);
         outcome.bytes_read += segment.size;
@@ -173,7 +178,7 @@ pub async fn clean_log(
             glommio::yield_if_needed().await;
         }
     }
-    if map_end <= first_dirty {
+    if !dirty.is_empty() && map_end <= first_dirty {
         tracing::warn!(dir = %view.dir.display(), first_dirty, "dedupe buffer too small for one batch's keys; not cleaning");
         return Ok(None);
     }
@@ -183,6 +188,7 @@ pub async fn clean_log(
         now_ms,
         delete_retention_ms: millis(config.delete_retention),
         max_batch_bytes: cleaner.max_batch_bytes,
+        may_set_horizon: true,
     };
     let target = Target {
         storage: &view.storage,
@@ -191,6 +197,10 @@ pub async fn clean_log(
         index_interval_bytes: log.config().index_interval_bytes,
     };
     for segment in segments.iter().take_while(|s| s.base_offset < map_end) {
+        let context = FilterContext {
+            may_set_horizon: !segment.inherited,
+            ..context
+        };
         let cleaned = segment_cleaner::clean_segment(
             &target,
             segment,
@@ -201,10 +211,27 @@ pub async fn clean_log(
         .await?;
         outcome.bytes_read += cleaned.bytes_read;
         outcome.bytes_written += cleaned.bytes_written;
+        outcome.earliest_delete_horizon = match (
+            outcome.earliest_delete_horizon,
+            cleaned.earliest_delete_horizon,
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if cleaned.gave_up {
+            // See below: nothing later is cleaned in this pass.
+            outcome.cleaned_up_to = first_dirty;
+            return Ok(Some(outcome));
+        }
         if let Some(result) = cleaned.cleaned {
-            if log.install_cleaned(segment, &result).await? {
-                outcome.segments_swapped += 1;
+            if !log.install_cleaned(segment, &result).await? {
+                // The segment went or changed (retention). Later segments are not cleaned
+                // in this pass: a tombstone there must not get its delete horizon while an
+                // older value of its key may have stayed in this one.
+                outcome.cleaned_up_to = first_dirty;
+                return Ok(Some(outcome));
             }
+            outcome.segments_swapped += 1;
         }
     }
     outcome.cleaned_up_to = map_end;

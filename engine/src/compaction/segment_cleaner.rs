@@ -31,13 +31,18 @@ pub struct CleanedSegment {
 
 /// What cleaning one segment did.
 pub struct SegmentOutcome {
-    /// The result, `None` when nothing changed (or the copy would not be smaller): the
-    /// temporary files are gone then.
+    /// The result, `None` when nothing changed (or an inherited segment's copy would be
+    /// longer): the temporary files are gone then.
     pub cleaned: Option<CleanedSegment>,
     /// Bytes read.
     pub bytes_read: u64,
     /// Bytes written.
     pub bytes_written: u64,
+    /// The earliest delete horizon among the batches kept.
+    pub earliest_delete_horizon: Option<i64>,
+    /// Records were to go but the copy was not kept (an inherited segment's copy came out
+    /// longer): they are still there.
+    pub gave_up: bool,
 }
 
 /// Where and how to write.
@@ -74,6 +79,7 @@ pub async fn clean_segment(
     let mut changed = false;
     let mut size = 0u64;
     let mut since_flush = 0u64;
+    let mut earliest_delete_horizon = None;
     let mut reader = SegmentBatches::new(&segment.file, segment.size);
     let result: Result<()> = async {
         while let Some(stored) = reader.next(throttle).await? {
@@ -106,6 +112,10 @@ pub async fn clean_segment(
                 }
             };
             let written = BatchHeader::parse(bytes)?;
+            if let Some(horizon) = batch_filter::delete_horizon(&written) {
+                earliest_delete_horizon =
+                    Some(earliest_delete_horizon.map_or(horizon, |h: i64| h.min(horizon)));
+            }
             max_timestamp = max_timestamp.max(written.max_timestamp);
             let position = appender.append(bytes);
             index.record(base, &written, position, max_timestamp, index_interval_bytes);
@@ -122,7 +132,10 @@ pub async fn clean_segment(
     }
     .await;
     let bytes_read = segment.size;
-    let keep = result.is_ok() && changed && size < segment.size;
+    // Setting a delete horizon can make a batch longer (timestamp deltas from the horizon).
+    // An inherited segment's replacement must not be: later openings count only its
+    // recorded length (`crate::fence`).
+    let keep = result.is_ok() && changed && (size <= segment.size || !segment.inherited);
     if !keep {
         let _ = flush(&mut appender).await;
         let _ = file.close().await;
@@ -132,6 +145,8 @@ pub async fn clean_segment(
             cleaned: None,
             bytes_read,
             bytes_written: 0,
+            earliest_delete_horizon,
+            gave_up: changed,
         });
     }
     flush(&mut appender).await?;
@@ -160,6 +175,8 @@ pub async fn clean_segment(
         }),
         bytes_read,
         bytes_written: size + index_bytes,
+        earliest_delete_horizon,
+        gave_up: false,
     })
 }
 

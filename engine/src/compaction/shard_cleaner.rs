@@ -56,6 +56,8 @@ pub struct ShardCleaner {
     throttle: Throttle,
     /// Where each log's last pass ended.
     first_dirty: RefCell<HashMap<PartitionId, u64>>,
+    /// The earliest delete horizon each log's last pass kept.
+    horizons: RefCell<HashMap<PartitionId, i64>>,
     stats: RefCell<CleanerStats>,
 }
 
@@ -68,6 +70,7 @@ impl ShardCleaner {
             config,
             throttle: Throttle::new(config.io_bytes_per_second),
             first_dirty: RefCell::new(HashMap::new()),
+            horizons: RefCell::new(HashMap::new()),
             stats: RefCell::new(CleanerStats::default()),
         });
         let task = {
@@ -144,7 +147,12 @@ impl ShardCleaner {
                 .entry(id.clone())
                 .or_default()
                 .dirty_ratio = dirty.ratio();
-            if dirty.due(&config, now_ms)
+            let horizon_passed = self
+                .horizons
+                .borrow()
+                .get(&id)
+                .is_some_and(|horizon| *horizon <= now_ms);
+            if (dirty.due(&config, now_ms) || horizon_passed)
                 && best
                     .as_ref()
                     .is_none_or(|(ratio, ..)| dirty.ratio() > *ratio)
@@ -188,6 +196,10 @@ impl ShardCleaner {
                 self.first_dirty
                     .borrow_mut()
                     .insert(id.clone(), outcome.cleaned_up_to);
+                match outcome.earliest_delete_horizon {
+                    Some(horizon) => self.horizons.borrow_mut().insert(id.clone(), horizon),
+                    None => self.horizons.borrow_mut().remove(id),
+                };
             }
             Ok(None) => {}
             Err(error) => {
