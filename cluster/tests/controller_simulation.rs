@@ -674,6 +674,7 @@ impl World {
             if !self.faults.on || self.rng.chance(20) {
                 match self.volume.highest_claim(&partition) {
                     Some(highest) if highest > epoch.0 => {
+                        self.stats.fenced_flushes += 1;
                         let close = kaas_cluster::command::AddressedCommand {
                             shard: kaas_cluster::ids::ShardIndex(shard),
                             command: ShardCommand::ClosePartition {
