@@ -370,6 +370,27 @@ impl BatchHeader {
     }
 }
 
+impl BatchHeader {
+    /// [`Self::check_counts`] for a batch the log already holds: compaction may have removed
+    /// records (keeping the offset span, `lastOffsetDelta`), down to none (an empty batch
+    /// kept for its producer's state), so `0 <= recordsCount <= lastOffsetDelta + 1`.
+    pub fn check_stored_counts(&self) -> Result<(), BatchError> {
+        if self.compression_id() > MAX_COMPRESSION_CODEC {
+            return Err(BatchError::InvalidCompression(self.compression_id()));
+        }
+        if self.records_count < 0
+            || self.last_offset_delta < 0
+            || i64::from(self.records_count) > i64::from(self.last_offset_delta) + 1
+        {
+            return Err(BatchError::RecordCountMismatch {
+                records_count: self.records_count,
+                last_offset_delta: self.last_offset_delta,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Adds `delta` to a producer sequence number, wrapping from `i32::MAX` to 0 (sequences are
 /// never negative, so the wrap is modulo 2^31, not two's complement).
 pub fn increment_sequence(sequence: i32, delta: i32) -> i32 {
@@ -491,9 +512,18 @@ fn check_batch(
             computed,
         });
     }
-    header.check_counts()?;
+    if walk == RecordWalk::All {
+        header.check_counts()?;
+    } else {
+        // What the log holds may be compacted (see `crate::compaction`): fewer records than
+        // the offset span, down to none.
+        header.check_stored_counts()?;
+    }
     let section = &batch[BATCH_HEADER_LEN..];
     match header.codec() {
+        Some(Codec::None) if walk == RecordWalk::Uncompressed => {
+            walk_stored_records(section, header.records_count, header.last_offset_delta)?;
+        }
         Some(Codec::None) if walk != RecordWalk::Nothing => {
             walk_records_exact(section, header.records_count)?;
         }
@@ -505,6 +535,43 @@ fn check_batch(
         _ => {}
     }
     Ok((header, total))
+}
+
+/// Checks that a stored batch's `records` holds exactly `count` well-formed records and
+/// nothing else, with offset deltas increasing and at most `last_offset_delta` (a compacted
+/// batch keeps its records' original deltas, with gaps).
+fn walk_stored_records(
+    records: &[u8],
+    count: i32,
+    last_offset_delta: i32,
+) -> Result<(), BatchError> {
+    let count = usize::try_from(count).unwrap_or(0);
+    if count > records.len() {
+        return Err(BatchError::InvalidRecords(
+            "more records claimed than bytes present",
+        ));
+    }
+    let mut cursor = Cursor::new(records);
+    let mut previous: Option<i32> = None;
+    for index in 0..count {
+        let len = cursor.varint()?;
+        let len = usize::try_from(len)
+            .map_err(|_| BatchError::InvalidRecords("negative record length"))?;
+        let body = cursor.take(len)?;
+        let offset_delta = check_record_body(body)?;
+        let increasing = previous.is_none_or(|p| offset_delta > p) && offset_delta >= 0;
+        if !increasing || offset_delta > last_offset_delta {
+            return Err(BatchError::OffsetDeltaMismatch {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+                found: offset_delta,
+            });
+        }
+        previous = Some(offset_delta);
+    }
+    if cursor.remaining() != 0 {
+        return Err(BatchError::InvalidRecords("bytes after the last record"));
+    }
+    Ok(())
 }
 
 /// Checks that `records` holds exactly `count` well-formed records and nothing else.

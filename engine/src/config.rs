@@ -41,6 +41,10 @@ pub struct LogConfig {
     /// Produce re-encodes with [`crate::batch::recompress::recompress_batches`] before the
     /// append.
     pub compression: Option<CompressionTarget>,
+    /// Compaction settings when `cleanup.policy` contains `compact`; `None` never cleans.
+    /// (Time and size retention are `retention_age` / `retention_bytes`: a compact-only
+    /// topic sets neither.)
+    pub compaction: Option<crate::compaction::CompactionConfig>,
 }
 
 impl Default for LogConfig {
@@ -57,6 +61,7 @@ impl Default for LogConfig {
             write_chunk_bytes: 256 << 10,
             tail_cache_bytes: 1 << 20,
             compression: None,
+            compaction: None,
         }
     }
 }
