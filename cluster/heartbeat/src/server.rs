@@ -381,7 +381,9 @@ async fn read_pings(
             }
             Ok(None) => break,
             Err(status) => {
+                // Tell the broker why, if it is still there (an oversized ping, for one).
                 tracing::debug!(stream = stream.0, %status, "a heartbeat stream broke");
+                let _ = outbound.try_send(Err(status));
                 break;
             }
         }

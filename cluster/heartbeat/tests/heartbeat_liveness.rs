@@ -1,7 +1,7 @@
 //! The controller's view of brokers over real tonic on loopback: pings arrive with their
 //! fields, a stream that closes is a departure at once, a silent stream ages out (and comes
-//! back on a ping), malformed pings end their stream, and a broker's new stream replaces its
-//! old one.
+//! back on a ping), malformed, oversized and missing pings end their stream, and a broker's
+//! new stream replaces its old one.
 
 mod support;
 
@@ -280,6 +280,60 @@ async fn a_brokers_new_stream_replaces_its_old_one() {
             assert_eq!(reason, Departure::StreamClosed);
         }
         other => panic!("expected a departure, got {other:?}"),
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn oversized_and_missing_first_pings_end_the_stream_and_the_server_keeps_serving() {
+    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(3))
+        .await
+        .expect("bind");
+    // More than the 1 MiB a ping may take: refused before it is decoded.
+    let mut huge = Ping::new(broker(0)).to_wire();
+    let topic = "t".repeat(249);
+    huge.fenced = (0..5000)
+        .map(|partition| kaas_proto::heartbeat::FencedPartition {
+            topic: topic.clone(),
+            partition,
+            claim_epoch: 1,
+        })
+        .collect();
+    let (pings, mut inbound) = raw_stream(&server).await;
+    pings.send(huge).await.expect("send");
+    let status = stream_error(&mut inbound).await;
+    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+    // A stream that never pings is closed once the age-out time has passed.
+    let (_silent_pings, mut silent) = raw_stream(&server).await;
+    let status = stream_error(&mut silent).await;
+    assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+    assert!(events.try_recv().is_err(), "neither stream made an event");
+    // The server still serves well-behaved brokers.
+    let client = HeartbeatClient::spawn(
+        broker(1),
+        Some(endpoint_of(server.local_addr())),
+        client_options(),
+        |_| {},
+    );
+    match next_change(&mut events).await {
+        HeartbeatEvent::Joined(status) => assert_eq!(status.broker, broker(1)),
+        other => panic!("expected a join, got {other:?}"),
+    }
+    client.stop().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_port_in_use_is_a_bind_error() {
+    let (server, _events) = HeartbeatServer::bind(loopback(), server_options(3))
+        .await
+        .expect("bind");
+    match HeartbeatServer::bind(server.local_addr(), server_options(3)).await {
+        Err(kaas_cluster_heartbeat::HeartbeatError::Bind { address, source }) => {
+            assert_eq!(address, server.local_addr());
+            assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse);
+        }
+        Ok(_) => panic!("a second server bound {}", server.local_addr()),
     }
     server.shutdown().await;
 }
