@@ -418,7 +418,12 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<AppendOutcome> {
         let config = self.config();
-        let summaries = batch::validate_batches(records, config.max_batch_bytes)?;
+        let checks = batch::record_rules::RecordChecks {
+            rules: config.record_rules,
+            timestamp_type: config.timestamp_type,
+            now_ms,
+        };
+        let summaries = batch::validate_produced_batches(records, config.max_batch_bytes, &checks)?;
         let _permit = self.lock_appends().await?;
         self.shared.state.borrow().check_usable()?;
 
