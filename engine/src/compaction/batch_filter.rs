@@ -141,6 +141,10 @@ pub fn filter_batch(
     let mut attributes = header.attributes;
     if new_horizon.is_some() {
         attributes |= DELETE_HORIZON_MASK;
+    } else if !kept_tombstone {
+        // No tombstone left to expire: the horizon no longer means anything (the base
+        // timestamp stays, so the records' timestamp deltas still add up).
+        attributes &= !DELETE_HORIZON_MASK;
     }
     let rewritten = BatchHeader {
         batch_length: i32::try_from(out.len() - LOG_OVERHEAD).map_err(|_| {
