@@ -9,7 +9,8 @@
 //! - A tombstone that is kept keeps its batch's delete horizon: a batch holding a tombstone
 //!   and no horizon yet gets `now + delete.retention.ms` as its base timestamp with
 //!   attribute bit 6 set (KIP-534, what Kafka writes); once the horizon has passed, its
-//!   tombstones are dropped.
+//!   tombstones are dropped. A batch written again with no tombstone left loses the flag
+//!   (its base timestamp stays, so the records' timestamps still add up).
 //! - A batch that keeps records is written again with the same base offset,
 //!   `lastOffsetDelta`, producer id, epoch and base sequence, leader epoch and codec (records
 //!   decompressed, filtered and compressed again); each record keeps its bytes (and its
