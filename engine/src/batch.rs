@@ -60,6 +60,15 @@
 //! them and recovery must be fast) and reports why it stopped; recovery truncates the segment
 //! at [`BatchScan::valid_end`]. A zero `batchLength` at a batch boundary is read as "nothing
 //! was written past here" rather than as corruption.
+//!
+//! # Stored batches after compaction
+//!
+//! The log cleaner ([`crate::compaction`]) removes records but keeps a batch's
+//! `baseOffset` and `lastOffsetDelta`, and may leave a batch with no records at all (as
+//! Kafka's cleaner does). [`scan_batches`] therefore checks stored batches with
+//! [`BatchHeader::check_stored_counts`] (`0 <= recordsCount <= lastOffsetDelta + 1`) and,
+//! when walking records, only that offset deltas increase within the span; producer input
+//! keeps the exact rules.
 
 use std::ops::Range;
 
