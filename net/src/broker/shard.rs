@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use kaas_engine::{EngineError, LogConfig, LogManager, PartitionId, PartitionLog, Storage};
 
+use crate::broker::append_turns::AppendTurns;
 use crate::broker::cluster_view::{Leadership, ViewHandle};
 use crate::broker::config::BrokerConfig;
 use crate::broker::metrics::ShardMetrics;
@@ -40,6 +41,8 @@ pub struct Shard {
     pub groups: Rc<GroupCoordinator>,
     /// The leader epoch each open partition was opened at by command (cluster mode).
     pub open_epochs: RefCell<HashMap<PartitionId, i32>>,
+    /// Appends reach each partition in the order their requests arrived.
+    pub append_turns: AppendTurns,
 }
 
 impl Shard {
