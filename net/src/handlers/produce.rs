@@ -141,12 +141,18 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
 }
 
 /// Appends every batch for this shard's partitions, then waits for all their flushes together
-/// (one group commit per partition covers them).
+/// (one group commit per partition covers them). Each partition is appended in its turn
+/// ([`crate::broker::append_turns`]), taken here before the first await.
 async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usize, Output)> {
+    let tickets: Vec<_> = items
+        .iter()
+        .map(|item| shard.append_turns.take(&item.id))
+        .collect();
     let now = now_ms();
     let mut appended = Vec::with_capacity(items.len());
     let mut outputs = Vec::with_capacity(items.len());
-    for item in items {
+    // Each ticket is dropped at the end of its iteration, once its batch is in the log.
+    for (item, ticket) in items.into_iter().zip(tickets) {
         let recompressed = match item.input.config.compression {
             Some(target) => recompress_batches(
                 &item.input.records,
@@ -164,6 +170,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                 continue;
             }
         };
+        ticket.turn().await;
         let log = match shard.log(&item.id, item.input.config).await {
             Ok(log) => log,
             Err(error) => {
