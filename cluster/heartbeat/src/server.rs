@@ -115,8 +115,8 @@ impl HeartbeatServer {
                 .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
                 // Collects connections whose peer vanished without a FIN; the registry ages
                 // their brokers out long before this fires.
-                .http2_keepalive_interval(Some(keepalive * 5))
-                .http2_keepalive_timeout(Some(keepalive * 10))
+                .http2_keepalive_interval(Some((keepalive * 5).max(Duration::from_secs(5))))
+                .http2_keepalive_timeout(Some((keepalive * 10).max(Duration::from_secs(10))))
                 .add_service(service)
                 .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
                     let _ = stop_serving.await;
