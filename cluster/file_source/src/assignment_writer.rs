@@ -22,12 +22,30 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Replaces `<cluster_dir>/assignment.json` with `assignment`, durably and atomically.
 pub fn write_assignment(cluster_dir: &Path, assignment: &Assignment) -> io::Result<()> {
+    write_assignment_if(cluster_dir, assignment, || true).map(|_| ())
+}
+
+/// Like [`write_assignment`], but asks `still_allowed` right before the rename (after the
+/// slow part, the write and `fsync` of the temporary file) and drops the write when it says
+/// no: the controller checks its renew deadline there, so a controller paused mid-write
+/// does not rename a file after its Lease may have passed to another. Returns whether the
+/// file was renamed into place.
+pub fn write_assignment_if(
+    cluster_dir: &Path,
+    assignment: &Assignment,
+    still_allowed: impl FnOnce() -> bool,
+) -> io::Result<bool> {
     let bytes = assignment.to_json();
     let temp = temp_path(cluster_dir);
-    let written = write_synced(&temp, &bytes)
-        .and_then(|()| fs::rename(&temp, cluster_dir.join(ASSIGNMENT_FILE)))
-        .and_then(|()| File::open(cluster_dir)?.sync_all());
-    if written.is_err() {
+    let written = write_synced(&temp, &bytes).and_then(|()| {
+        if !still_allowed() {
+            return Ok(false);
+        }
+        fs::rename(&temp, cluster_dir.join(ASSIGNMENT_FILE))?;
+        File::open(cluster_dir)?.sync_all()?;
+        Ok(true)
+    });
+    if !matches!(written, Ok(true)) {
         // Best effort: a leftover temporary file is harmless, only untidy.
         let _ = fs::remove_file(&temp);
     }

@@ -100,6 +100,14 @@ impl FileFollower {
         self.waker.wake();
     }
 
+    /// A handle that nudges this follower from any thread (the heartbeat client's
+    /// `ASSIGNMENT_CHANGED` callback); nudging a stopped follower does nothing.
+    pub fn nudger(&self) -> FollowerNudger {
+        FollowerNudger {
+            waker: self.waker.clone(),
+        }
+    }
+
     /// Stops the thread and waits for it.
     pub fn stop(mut self) {
         self.shut_down();
@@ -117,6 +125,20 @@ impl FileFollower {
 impl Drop for FileFollower {
     fn drop(&mut self) {
         self.shut_down();
+    }
+}
+
+/// Makes a [`FileFollower`] re-read the file now, like [`FileFollower::nudge`]; cheap to
+/// clone, `Send` and `Sync`, and it does not keep the follower thread alive.
+#[derive(Clone, Debug)]
+pub struct FollowerNudger {
+    waker: Arc<Waker>,
+}
+
+impl FollowerNudger {
+    /// Wakes the follower.
+    pub fn nudge(&self) {
+        self.waker.wake();
     }
 }
 

@@ -14,9 +14,9 @@ mod file_follower;
 mod file_watch;
 
 pub use assignment_reader::{read_assignment, ReadError, MAX_ASSIGNMENT_BYTES};
-pub use assignment_writer::write_assignment;
+pub use assignment_writer::{write_assignment, write_assignment_if};
 pub use cluster_id_file::{load_or_create_cluster_id, CLUSTER_ID_FILE};
-pub use file_follower::{AssignmentSink, FileFollower, FollowerOptions};
+pub use file_follower::{AssignmentSink, FileFollower, FollowerNudger, FollowerOptions};
 
 /// The file's name inside `<data>/__cluster/`.
 pub const ASSIGNMENT_FILE: &str = "assignment.json";

@@ -228,6 +228,12 @@ impl Broker {
         self.metrics.clone()
     }
 
+    /// Makes the assignment follower re-read `assignment.json` now (cluster mode only): the
+    /// controller's `ASSIGNMENT_CHANGED` push calls it.
+    pub fn assignment_nudger(&self) -> Option<kaas_cluster_file::FollowerNudger> {
+        self.follower.as_ref().map(FileFollower::nudger)
+    }
+
     /// Where the current cluster view can be read from any thread.
     pub fn view_source(&self) -> Arc<ViewHandle> {
         self.view.clone()

@@ -1,0 +1,81 @@
+//! The broker's side of the cluster core: the heartbeat client to the controller the Lease
+//! names, reporting the assignment this broker has applied, and the `ASSIGNMENT_CHANGED`
+//! callback that nudges the broker's `FileFollower` so it re-reads the file at once rather
+//! than at its next 1 s poll.
+//!
+//! The core does not depend on the broker's crates: the broker hands it [`BrokerHooks`]
+//! (closures), and the core polls `applied` a few times a second (a ping goes out every
+//! second, so that is soon enough).
+
+use kaas_cluster::assignment::BrokerEndpoint;
+use kaas_cluster::ids::{AssignmentVersion, ControllerEpoch};
+use kaas_cluster_heartbeat::{ClientOptions, ControllerEndpoint, HeartbeatClient};
+
+/// The newest assignment the broker has applied, if any.
+pub type AppliedFn = dyn Fn() -> Option<(ControllerEpoch, AssignmentVersion)> + Send;
+
+/// What the broker gives the cluster core.
+pub struct BrokerHooks {
+    /// This broker's id and advertised Kafka endpoint (what its pings carry).
+    pub endpoint: BrokerEndpoint,
+    /// The controller epoch and version of the newest assignment it has applied (from the
+    /// follower's accepted assignments).
+    pub applied: Box<AppliedFn>,
+    /// Called on the controller's `ASSIGNMENT_CHANGED`; must not block (the broker nudges
+    /// its `FileFollower`, which only wakes its thread).
+    pub on_assignment_changed: Box<dyn Fn() + Send + Sync>,
+}
+
+/// The running broker side.
+pub(crate) struct BrokerSide {
+    client: HeartbeatClient,
+    applied: Box<AppliedFn>,
+    reported: Option<(ControllerEpoch, AssignmentVersion)>,
+}
+
+impl BrokerSide {
+    /// Starts the heartbeat client on the current tokio runtime, with no controller yet.
+    pub(crate) fn start(hooks: BrokerHooks, options: ClientOptions) -> Self {
+        let BrokerHooks {
+            endpoint,
+            applied,
+            on_assignment_changed,
+        } = hooks;
+        let client = HeartbeatClient::spawn(endpoint, None, options, move |notice| {
+            tracing::debug!(
+                version = notice.version.0,
+                epoch = notice.controller_epoch.0,
+                "assignment changed: re-reading the file"
+            );
+            on_assignment_changed();
+        });
+        let mut side = BrokerSide {
+            client,
+            applied,
+            reported: None,
+        };
+        side.refresh_applied();
+        side
+    }
+
+    /// The Lease names a new controller endpoint (or none).
+    pub(crate) fn controller_moved(&self, endpoint: Option<ControllerEndpoint>) {
+        self.client.set_controller(endpoint);
+    }
+
+    /// Carries a newly applied assignment into the next pings.
+    pub(crate) fn refresh_applied(&mut self) {
+        let applied = (self.applied)();
+        if applied != self.reported {
+            if let Some((epoch, version)) = applied {
+                self.client.set_applied(epoch, version);
+            }
+            self.reported = applied;
+        }
+    }
+
+    /// Closes the stream (the controller sees this broker depart at once).
+    pub(crate) async fn stop(self) {
+        self.client.stop().await;
+    }
+}

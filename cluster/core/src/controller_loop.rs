@@ -1,0 +1,278 @@
+//! The loop of the cluster core: it collects the controller's inputs (heartbeat events, the
+//! Lease, the EndpointSlice, the KafkaTopics, a tick, the volume), feeds each to
+//! [`Controller::step`] stamped with the monotonic clock, and carries out the actions in the
+//! order given, feeding their answers (`VolumeRead`, `EpochRecorded`, `AssignmentWritten`,
+//! ...) back before it takes the next outside input.
+//!
+//! The volume's writes (a few `fsync`s) run inline on the core's thread: actions must be
+//! carried out in order, and the pause they cause the heartbeat tasks on the same thread is
+//! milliseconds against a 1 s ping interval. Failed writes are not retried here: the
+//! controller asks again at its next tick. A failed volume read or epoch record is retried
+//! at the next tick, and until it succeeds the controller does not lead.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use kaas_cluster::controller::{Action, Controller, Input};
+use kaas_cluster::ids::{BrokerId, ControllerEpoch, TopicName};
+use kaas_cluster::view::TopicInfo;
+use kaas_cluster_heartbeat::{HeartbeatEvent, HeartbeatServer};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::broker_side::BrokerSide;
+use crate::clock::Clock;
+use crate::sources::{LeaseEvent, LeaseSource};
+use crate::volume::Volume;
+
+/// How often the controller ticks (the alive-set poll; also where failed steps are retried).
+pub const TICK: Duration = Duration::from_secs(2);
+/// How often the broker side looks for a newly applied assignment.
+const APPLIED_POLL: Duration = Duration::from_millis(250);
+/// The longest shut-down waits for the Lease to be released.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The inputs the loop drains.
+pub(crate) struct Inlets {
+    pub(crate) heartbeats: mpsc::UnboundedReceiver<HeartbeatEvent>,
+    pub(crate) lease: mpsc::UnboundedReceiver<LeaseEvent>,
+    pub(crate) endpoints: mpsc::UnboundedReceiver<BTreeSet<BrokerId>>,
+    pub(crate) topics: mpsc::UnboundedReceiver<BTreeMap<TopicName, TopicInfo>>,
+}
+
+/// The controller and everything that carries out its actions.
+pub(crate) struct ControllerLoop {
+    pub(crate) controller: Controller,
+    pub(crate) clock: Clock,
+    pub(crate) volume: Volume,
+    pub(crate) server: HeartbeatServer,
+    pub(crate) lease: Box<dyn LeaseSource>,
+    pub(crate) broker: BrokerSide,
+    pub(crate) tick: Duration,
+    /// A `ReadVolume` that failed, to be retried at the next tick.
+    retry_read: bool,
+    /// A `RecordEpoch` that failed, to be retried at the next tick.
+    retry_record: Option<ControllerEpoch>,
+}
+
+impl ControllerLoop {
+    pub(crate) fn new(
+        controller: Controller,
+        clock: Clock,
+        volume: Volume,
+        server: HeartbeatServer,
+        lease: Box<dyn LeaseSource>,
+        broker: BrokerSide,
+        tick: Duration,
+    ) -> Self {
+        ControllerLoop {
+            controller,
+            clock,
+            volume,
+            server,
+            lease,
+            broker,
+            tick,
+            retry_read: false,
+            retry_record: None,
+        }
+    }
+
+    /// Runs until `stop` fires (or its sender is dropped), then steps the controller with
+    /// `Shutdown` (releasing the Lease if held), closes the broker's stream and stops the
+    /// heartbeat server.
+    pub(crate) async fn run(mut self, mut inlets: Inlets, mut stop: oneshot::Receiver<()>) {
+        let mut tick = tokio::time::interval(self.tick);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut applied_poll = tokio::time::interval(APPLIED_POLL);
+        applied_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut stop => break,
+                Some(event) = inlets.heartbeats.recv() => {
+                    let at = self.clock.at(event.at());
+                    self.feed_at(at, event.to_controller_input()).await;
+                }
+                Some(event) = inlets.lease.recv() => self.lease_event(event).await,
+                Some(ready) = inlets.endpoints.recv() => {
+                    self.feed(Input::EndpointsReady(ready)).await;
+                }
+                Some(topics) = inlets.topics.recv() => {
+                    self.feed(Input::TopicsChanged(topics)).await;
+                }
+                _ = tick.tick() => self.tick().await,
+                _ = applied_poll.tick() => self.broker.refresh_applied(),
+            }
+        }
+        self.feed(Input::Shutdown).await;
+        self.broker.stop().await;
+        self.server.shutdown().await;
+    }
+
+    async fn lease_event(&mut self, event: LeaseEvent) {
+        match event {
+            LeaseEvent::Acquired {
+                epoch,
+                renew_deadline,
+            } => {
+                tracing::info!(epoch = epoch.0, "acquired the controller Lease");
+                let renew_deadline = self.clock.at(renew_deadline);
+                self.feed(Input::LeaseAcquired {
+                    epoch,
+                    renew_deadline,
+                })
+                .await;
+            }
+            LeaseEvent::Renewed { renew_deadline } => {
+                let renew_deadline = self.clock.at(renew_deadline);
+                self.feed(Input::LeaseRenewed { renew_deadline }).await;
+            }
+            LeaseEvent::Lost => {
+                tracing::warn!("lost the controller Lease");
+                self.feed(Input::LeaseLost).await;
+            }
+            LeaseEvent::Holder(endpoint) => {
+                tracing::info!(controller = ?endpoint.as_ref().map(ToString::to_string), "the controller's heartbeat endpoint");
+                self.broker.controller_moved(endpoint);
+            }
+        }
+    }
+
+    async fn tick(&mut self) {
+        if std::mem::take(&mut self.retry_read) {
+            self.carry_out_all(vec![Action::ReadVolume]).await;
+        } else if self.controller.leading_epoch().is_some() && self.volume.changed() {
+            // Another controller's file (a deposed one waking up): the controller decides.
+            self.carry_out_all(vec![Action::ReadVolume]).await;
+        }
+        if let Some(epoch) = self.retry_record.take() {
+            self.carry_out_all(vec![Action::RecordEpoch(epoch)]).await;
+        }
+        self.feed(Input::Tick).await;
+    }
+
+    async fn feed(&mut self, input: Input) {
+        let now = self.clock.now();
+        self.feed_at(now, input).await;
+    }
+
+    async fn feed_at(&mut self, now: kaas_cluster::controller::MonotonicMillis, input: Input) {
+        let actions = self.controller.step(now, input);
+        self.carry_out_all(actions).await;
+    }
+
+    /// Carries out `actions`, then the actions their answers lead to, in order.
+    async fn carry_out_all(&mut self, actions: Vec<Action>) {
+        let mut answers = VecDeque::new();
+        for action in actions {
+            self.carry_out(action, &mut answers).await;
+        }
+        while let Some(answer) = answers.pop_front() {
+            let now = self.clock.now();
+            for action in self.controller.step(now, answer) {
+                self.carry_out(action, &mut answers).await;
+            }
+        }
+    }
+
+    async fn read_volume(&mut self, answers: &mut VecDeque<Input>) {
+        match self.volume.read().await {
+            Ok(read) => answers.push_back(read),
+            Err(error) => {
+                tracing::error!(%error, "cannot read the volume; not leading until it can be read");
+                self.retry_read = true;
+            }
+        }
+    }
+
+    async fn carry_out(&mut self, action: Action, answers: &mut VecDeque<Input>) {
+        match action {
+            Action::ReadVolume => self.read_volume(answers).await,
+            Action::RecordEpoch(epoch) => match self.volume.record_epoch(epoch) {
+                Ok(recorded) if recorded == epoch => answers.push_back(Input::EpochRecorded(epoch)),
+                Ok(higher) => {
+                    // Another controller recorded a higher epoch first: the controller
+                    // learns it from the volume and refuses or steps down.
+                    tracing::warn!(
+                        epoch = epoch.0,
+                        higher = higher.0,
+                        "a higher controller epoch is recorded on the volume"
+                    );
+                    self.read_volume(answers).await;
+                }
+                Err(error) => {
+                    tracing::error!(%error, epoch = epoch.0, "cannot record the controller epoch; retrying at the next tick");
+                    self.retry_record = Some(epoch);
+                }
+            },
+            Action::WriteAssignment {
+                assignment,
+                not_after,
+            } => {
+                let version = assignment.version();
+                let clock = self.clock;
+                let written = self.volume.write(&assignment, || clock.now() < not_after);
+                match written {
+                    Ok(true) => {
+                        tracing::info!(
+                            epoch = assignment.controller_epoch().0,
+                            version = version.0,
+                            brokers = assignment.brokers().len(),
+                            "wrote the assignment"
+                        );
+                        answers.push_back(Input::AssignmentWritten { version });
+                    }
+                    Ok(false) => {
+                        tracing::warn!(
+                            version = version.0,
+                            "the renew deadline passed before the rename: assignment dropped"
+                        );
+                        answers.push_back(Input::AssignmentNotWritten { version });
+                    }
+                    Err(error) => {
+                        tracing::error!(%error, version = version.0, "writing the assignment failed");
+                        answers.push_back(Input::AssignmentNotWritten { version });
+                    }
+                }
+            }
+            Action::PushAssignmentChanged { epoch, version } => {
+                self.server.push_assignment_changed(version, epoch);
+            }
+            Action::MirrorAssignment(assignment) => {
+                // The KafkaClusterAssignments mirror is the Kubernetes adapter's; nobody reads
+                // it back, so without that adapter there is nothing to do.
+                tracing::debug!(
+                    version = assignment.version().0,
+                    "no assignment mirror configured"
+                );
+            }
+            Action::ReleaseLease { epoch } => {
+                tracing::info!(epoch = epoch.0, "releasing the controller Lease");
+                let release = self.lease.release(epoch);
+                if tokio::time::timeout(RELEASE_TIMEOUT, release)
+                    .await
+                    .is_err()
+                {
+                    tracing::warn!(
+                        epoch = epoch.0,
+                        "releasing the Lease timed out; it expires on its own"
+                    );
+                }
+            }
+            Action::EpochRefused { offered, highest } => {
+                tracing::warn!(
+                    offered = offered.0,
+                    highest = highest.0,
+                    "refused to lead at an epoch not above the highest used; taking the Lease over again"
+                );
+                self.lease.take_over_above(highest);
+            }
+            Action::SteppedDown { epoch, reason } => {
+                tracing::warn!(epoch = epoch.0, ?reason, "stepped down as controller");
+            }
+            Action::BalanceFailed(error) => {
+                tracing::error!(%error, "no assignment could be computed; the last one stays");
+            }
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! The cluster core's loop with in-process fakes of the Lease, EndpointSlice and KafkaTopic
+//! sources, and everything else real: the heartbeat over tonic on loopback, the files in a
+//! temporary directory, and a `FileFollower` reading them as a broker does.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kaas_cluster::assignment::{Assignment, BrokerEndpoint};
+use kaas_cluster::ids::TopicId;
+use kaas_cluster::ids::{AssignmentVersion, BrokerId, ControllerEpoch, TopicName};
+use kaas_cluster::view::TopicInfo;
+use kaas_cluster_core::{
+    BoxFuture, BrokerHooks, ClusterCore, CoreOptions, EndpointSource, LeaseEvent, LeaseSource,
+    Sources, TopicSource,
+};
+use kaas_cluster_file::{AssignmentSink, FileFollower, FollowerOptions, ASSIGNMENT_FILE};
+use kaas_cluster_heartbeat::{ClientOptions, ControllerEndpoint, HeartbeatClient};
+use tokio::sync::mpsc;
+
+/// What the fake Lease was asked to do.
+#[derive(Default)]
+struct LeaseLog {
+    published: Option<ControllerEndpoint>,
+    released: Vec<ControllerEpoch>,
+    take_overs: Vec<ControllerEpoch>,
+}
+
+struct FakeLease {
+    events: Option<mpsc::UnboundedReceiver<LeaseEvent>>,
+    log: Arc<Mutex<LeaseLog>>,
+}
+
+impl LeaseSource for FakeLease {
+    fn start(&mut self, heartbeat: ControllerEndpoint) -> mpsc::UnboundedReceiver<LeaseEvent> {
+        self.log.lock().expect("log").published = Some(heartbeat);
+        self.events.take().expect("started once")
+    }
+
+    fn take_over_above(&mut self, highest: ControllerEpoch) {
+        self.log.lock().expect("log").take_overs.push(highest);
+    }
+
+    fn release(&mut self, epoch: ControllerEpoch) -> BoxFuture {
+        let log = self.log.clone();
+        Box::pin(async move {
+            // A real release is a request to the API server: let it take a moment.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            log.lock().expect("log").released.push(epoch);
+        })
+    }
+}
+
+struct FakeWatch<T>(Option<mpsc::UnboundedReceiver<T>>);
+
+impl EndpointSource for FakeWatch<BTreeSet<BrokerId>> {
+    fn start(&mut self) -> mpsc::UnboundedReceiver<BTreeSet<BrokerId>> {
+        self.0.take().expect("started once")
+    }
+}
+
+impl TopicSource for FakeWatch<BTreeMap<TopicName, TopicInfo>> {
+    fn start(&mut self) -> mpsc::UnboundedReceiver<BTreeMap<TopicName, TopicInfo>> {
+        self.0.take().expect("started once")
+    }
+}
+
+/// The follower's sink: records what this broker applied (for its pings) and hands each
+/// accepted assignment to the test.
+struct AppliedSink {
+    applied: Arc<Mutex<Option<(ControllerEpoch, AssignmentVersion)>>>,
+    accepted: std_mpsc::Sender<Arc<Assignment>>,
+}
+
+impl AssignmentSink for AppliedSink {
+    fn deliver(&mut self, assignment: Arc<Assignment>) -> bool {
+        *self.applied.lock().expect("applied") =
+            Some((assignment.controller_epoch(), assignment.version()));
+        self.accepted.send(assignment).is_ok()
+    }
+}
+
+/// Broker 0 running the core, its follower, and a runtime for other brokers' clients.
+struct Harness {
+    _dir: tempfile::TempDir,
+    cluster: PathBuf,
+    lease: mpsc::UnboundedSender<LeaseEvent>,
+    endpoints: mpsc::UnboundedSender<BTreeSet<BrokerId>>,
+    topics: mpsc::UnboundedSender<BTreeMap<TopicName, TopicInfo>>,
+    log: Arc<Mutex<LeaseLog>>,
+    core: Option<ClusterCore>,
+    accepted: std_mpsc::Receiver<Arc<Assignment>>,
+    _follower: FileFollower,
+    others: tokio::runtime::Runtime,
+}
+
+fn endpoint(id: i32) -> BrokerEndpoint {
+    BrokerEndpoint {
+        id: BrokerId(id),
+        host: format!("127.0.0.{}", id + 1),
+        port: 9092,
+    }
+}
+
+impl Harness {
+    fn start() -> Harness {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cluster = dir.path().join("__cluster");
+        Self::start_in(dir, cluster)
+    }
+
+    fn start_in(dir: tempfile::TempDir, cluster: PathBuf) -> Harness {
+        let (lease, lease_events) = mpsc::unbounded_channel();
+        let (endpoints, endpoint_events) = mpsc::unbounded_channel();
+        let (topics, topic_events) = mpsc::unbounded_channel();
+        let log = Arc::new(Mutex::new(LeaseLog::default()));
+        let applied = Arc::new(Mutex::new(None));
+        let (accepted_sender, accepted) = std_mpsc::channel();
+        let follower = FileFollower::spawn(
+            &cluster,
+            FollowerOptions::default(),
+            AppliedSink {
+                applied: applied.clone(),
+                accepted: accepted_sender,
+            },
+        )
+        .expect("follower");
+        let nudger = follower.nudger();
+        let mut options = CoreOptions::new(
+            &cluster,
+            "127.0.0.1:0".parse().expect("address"),
+            "127.0.0.1",
+        );
+        options.tick = Duration::from_millis(200);
+        let core = ClusterCore::spawn(
+            options,
+            Sources {
+                lease: Box::new(FakeLease {
+                    events: Some(lease_events),
+                    log: log.clone(),
+                }),
+                endpoints: Box::new(FakeWatch(Some(endpoint_events))),
+                topics: Box::new(FakeWatch(Some(topic_events))),
+            },
+            BrokerHooks {
+                endpoint: endpoint(0),
+                applied: Box::new(move || *applied.lock().expect("applied")),
+                on_assignment_changed: Box::new(move || nudger.nudge()),
+            },
+        )
+        .expect("core starts");
+        let others = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        Harness {
+            _dir: dir,
+            cluster,
+            lease,
+            endpoints,
+            topics,
+            log,
+            core: Some(core),
+            accepted,
+            _follower: follower,
+            others,
+        }
+    }
+
+    /// The endpoint the core published on the Lease: its heartbeat server.
+    fn published(&self) -> ControllerEndpoint {
+        let published = self.log.lock().expect("log").published.clone();
+        let published = published.expect("the core started the Lease source");
+        let addr = self.core.as_ref().expect("running").heartbeat_addr();
+        assert_eq!(published.port, addr.port());
+        assert_eq!(published.host, "127.0.0.1");
+        published
+    }
+
+    /// The Lease is won at `epoch` and names this broker's heartbeat endpoint.
+    fn win(&self, epoch: u64, renew_deadline: Instant) {
+        self.send_lease(LeaseEvent::Acquired {
+            epoch: ControllerEpoch(epoch),
+            renew_deadline,
+        });
+        self.send_lease(LeaseEvent::Holder(Some(self.published())));
+    }
+
+    fn send_lease(&self, event: LeaseEvent) {
+        self.lease.send(event).expect("core running");
+    }
+
+    fn topics(&self, partitions: &[(&str, i32)]) {
+        let topics = partitions
+            .iter()
+            .enumerate()
+            .map(|(n, (name, count))| {
+                let name = TopicName::new(name).expect("name");
+                let mut id = [0x5a; 16];
+                id[0] = u8::try_from(n + 1).expect("few topics");
+                let info = TopicInfo {
+                    name: name.clone(),
+                    id: TopicId(id),
+                    partitions: *count,
+                    configs: BTreeMap::new(),
+                };
+                (name, info)
+            })
+            .collect();
+        self.topics.send(topics).expect("core running");
+    }
+
+    fn ready(&self, ids: &[i32]) {
+        let ready = ids.iter().map(|id| BrokerId(*id)).collect();
+        self.endpoints.send(ready).expect("core running");
+    }
+
+    /// Another broker's heartbeat client, dialing the core.
+    fn other_broker(&self, id: i32) -> HeartbeatClient {
+        let _runtime = self.others.enter();
+        HeartbeatClient::spawn(
+            endpoint(id),
+            Some(self.published()),
+            ClientOptions::default(),
+            |_| {},
+        )
+    }
+
+    /// Waits for the follower to accept an assignment `wanted` says yes to.
+    fn accept_until(&self, what: &str, wanted: impl Fn(&Assignment) -> bool) -> Arc<Assignment> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.accepted.recv_timeout(left) {
+                Ok(assignment) if wanted(&assignment) => return assignment,
+                Ok(_) => {}
+                Err(_) => panic!("no accepted assignment {what} within 20 s"),
+            }
+        }
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(core) = self.core.take() {
+            core.shutdown();
+        }
+    }
+}
+
+/// Partition → leader of every topic.
+fn leaders(assignment: &Assignment) -> BTreeMap<(String, usize), (i32, i32)> {
+    assignment
+        .topics()
+        .iter()
+        .flat_map(|(name, topic)| {
+            topic.partitions.iter().enumerate().map(move |(i, leader)| {
+                (
+                    (name.to_string(), i),
+                    (leader.leader.0, leader.leader_epoch.0),
+                )
+            })
+        })
+        .collect()
+}
+
+fn led_by(assignment: &Assignment) -> BTreeSet<i32> {
+    leaders(assignment)
+        .values()
+        .map(|(leader, _)| *leader)
+        .collect()
+}
+
+fn far() -> Instant {
+    Instant::now() + Duration::from_secs(600)
+}
+
+#[test]
+fn a_win_writes_a_file_the_follower_accepts_and_a_departure_moves_its_partitions() {
+    let mut harness = Harness::start();
+    harness.topics(&[("orders", 4), ("payments", 2)]);
+    harness.ready(&[0, 1]);
+    harness.win(1, far());
+    let broker_1 = harness.other_broker(1);
+    let both = harness.accept_until("led by brokers 0 and 1", |a| {
+        led_by(a) == BTreeSet::from([0, 1])
+    });
+    assert_eq!(both.controller_epoch(), ControllerEpoch(1));
+    assert_eq!(both.topics().len(), 2);
+    assert_eq!(
+        std::fs::read(harness.cluster.join("controller-epoch")).expect("epoch file"),
+        b"1\n",
+        "the epoch is recorded before anything is written at it"
+    );
+    let before = leaders(&both);
+    assert_eq!(
+        before.values().filter(|(leader, _)| *leader == 1).count(),
+        3
+    );
+
+    harness.others.block_on(broker_1.stop());
+    let after = harness.accept_until("led by broker 0 alone", |a| {
+        led_by(a) == BTreeSet::from([0])
+    });
+    assert!(after.version() > both.version());
+    assert_eq!(after.controller_epoch(), ControllerEpoch(1));
+    assert!(!after.brokers().contains_key(&BrokerId(1)));
+    for (partition, (leader, epoch)) in leaders(&after) {
+        let (old_leader, old_epoch) = before[&partition];
+        if old_leader == 0 {
+            assert_eq!(epoch, old_epoch, "{partition:?} stayed: same epoch");
+        } else {
+            assert_eq!(leader, 0);
+            assert!(epoch > old_epoch, "{partition:?} moved: a new epoch");
+        }
+    }
+    harness.shutdown();
+    assert_eq!(
+        harness.log.lock().expect("log").released,
+        vec![ControllerEpoch(1)]
+    );
+}
+
+#[test]
+fn no_file_is_written_past_the_renew_deadline_until_a_renewal() {
+    let mut harness = Harness::start();
+    harness.topics(&[("orders", 2)]);
+    harness.ready(&[0]);
+    harness.win(1, Instant::now());
+    let file = harness.cluster.join(ASSIGNMENT_FILE);
+    // Broker 0 connects within a second and the start-up grace is 2 s: well past both.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!file.exists(), "written after the renew deadline");
+    assert_eq!(
+        std::fs::read(harness.cluster.join("controller-epoch")).expect("epoch file"),
+        b"1\n"
+    );
+    harness.send_lease(LeaseEvent::Renewed {
+        renew_deadline: far(),
+    });
+    let written = harness.accept_until("after the renewal", |_| true);
+    assert_eq!(written.controller_epoch(), ControllerEpoch(1));
+    assert_eq!(led_by(&written), BTreeSet::from([0]));
+    harness.shutdown();
+}
+
+#[test]
+fn an_epoch_not_above_the_volume_s_is_refused_and_taken_over_above_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = dir.path().join("__cluster");
+    std::fs::create_dir_all(&cluster).expect("dir");
+    std::fs::write(cluster.join("controller-epoch"), b"5\n").expect("epoch file");
+    let mut harness = Harness::start_in(dir, cluster);
+    harness.topics(&[("orders", 1)]);
+    harness.ready(&[0]);
+    harness.win(3, far());
+    wait_for("a take-over request", || {
+        harness.log.lock().expect("log").take_overs == vec![ControllerEpoch(5)]
+    });
+    assert!(!harness.cluster.join(ASSIGNMENT_FILE).exists());
+    harness.win(6, far());
+    let written = harness.accept_until("at epoch 6", |_| true);
+    assert_eq!(written.controller_epoch(), ControllerEpoch(6));
+    assert_eq!(
+        std::fs::read(harness.cluster.join("controller-epoch")).expect("epoch file"),
+        b"6\n"
+    );
+    harness.shutdown();
+    assert_eq!(
+        harness.log.lock().expect("log").released,
+        vec![ControllerEpoch(6)]
+    );
+}
+
+#[test]
+fn shutting_down_without_the_lease_releases_nothing() {
+    let mut harness = Harness::start();
+    harness.topics(&[("orders", 1)]);
+    harness.send_lease(LeaseEvent::Holder(Some(harness.published())));
+    std::thread::sleep(Duration::from_millis(300));
+    harness.shutdown();
+    assert!(harness.log.lock().expect("log").released.is_empty());
+    assert!(!harness.cluster.join(ASSIGNMENT_FILE).exists());
+}
+
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "no {what} within 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
