@@ -23,7 +23,9 @@ pub struct Cli {
     #[arg(long, env = "KAAS_ADVERTISED_PORT")]
     pub advertised_port: Option<u16>,
     /// Where a broker of a cluster (`MY_POD_NAME` set) learns the assignment: `file` follows
-    /// `<data-dir>/__cluster/assignment.json`, written by a test or an operator.
+    /// `<data-dir>/__cluster/assignment.json`, written by a test or an operator; `kube` runs
+    /// the cluster core (the Lease controller and the heartbeat), which needs the Kubernetes
+    /// adapters.
     #[arg(long, env = "KAAS_ASSIGNMENT_SOURCE", value_enum, default_value_t = AssignmentSource::File)]
     pub assignment_source: AssignmentSource,
     /// Address of the admin HTTP endpoint (`/healthz`, `/metrics`).
@@ -73,6 +75,9 @@ pub struct Cli {
 pub enum AssignmentSource {
     /// Follow `<data-dir>/__cluster/assignment.json` alone (inotify plus a 1 s poll).
     File,
+    /// The cluster core: the broker that holds the `kaas-controller` Lease writes the file,
+    /// every broker keeps a heartbeat stream to it and still follows the file.
+    Kube,
 }
 
 /// The broker id of a cluster broker named `pod_name`: the number after its last `-`, as in a
@@ -110,10 +115,6 @@ impl Cli {
                     "cluster mode (MY_POD_NAME) needs the shared --data-dir, not --in-memory"
                         .into(),
                 );
-            }
-            // The only source in this build; the assignment source only selects the adapter.
-            match self.assignment_source {
-                AssignmentSource::File => {}
             }
             self.check_heartbeat_listen()?;
             config.node_id = broker_id;
@@ -195,6 +196,13 @@ mod tests {
         assert_eq!(config.cluster, Some(ClusterSettings { broker_id: 2 }));
         assert_eq!(config.advertised_host, "127.0.0.2");
         assert_eq!(config.advertised_port, 29092);
+        let kube = Cli::parse_from(["kaas", "--assignment-source", "kube"]);
+        assert_eq!(kube.assignment_source, AssignmentSource::Kube);
+        assert_eq!(
+            Cli::parse_from(["kaas"]).assignment_source,
+            AssignmentSource::File,
+            "file stays the default"
+        );
         let standalone = cli.broker_config(None).expect("valid");
         assert_eq!(standalone.cluster, None);
         let in_memory = Cli::parse_from(["kaas", "--in-memory"]);

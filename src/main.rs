@@ -2,6 +2,7 @@
 
 mod admin_http;
 mod cli;
+mod cluster_core;
 mod group_flags;
 
 use anyhow::{bail, Context};
@@ -38,8 +39,13 @@ fn main() -> anyhow::Result<()> {
         Ok(config) => config,
         Err(reason) => bail!(reason),
     };
+    let core_sources = cluster_core::sources(&cli, &config)?;
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
     let broker = Broker::start(config.clone()).context("starting the broker")?;
+    let core = match core_sources {
+        Some(sources) => Some(cluster_core::start(&cli, &config, &broker, sources)?),
+        None => None,
+    };
     let view_source = broker.view_source();
     let admin = admin_http::spawn(
         cli.admin_listen,
@@ -59,6 +65,11 @@ fn main() -> anyhow::Result<()> {
     );
     if let Some(signal) = signals.forever().next() {
         tracing::info!(signal, "shutting down: flushing every partition");
+    }
+    // The Lease goes first, so another broker takes over as controller while this one
+    // flushes.
+    if let Some(core) = core {
+        core.shutdown();
     }
     broker.stop();
     tracing::info!("stopped");
