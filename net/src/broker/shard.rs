@@ -129,3 +129,6 @@ impl Shard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
