@@ -265,9 +265,13 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
     }
     let error = commit_answer(stale.call(8, &stale_commit()));
     assert_eq!(error, NOT_COORDINATOR, "a second stale commit");
+    // Still following assignment 1, it has given up both fenced partitions: nothing open
+    // although its view says it leads two.
+    brokers[2].wait_for_health(r#""partitions_led":2,"partitions_open":0"#);
     // Now it sees the assignment too.
     write_both(&[&lagging], 2, survivors, &leaders, 0);
     brokers[2].wait_for_version(2);
+    brokers[2].wait_for_health(r#""partitions_led":0,"partitions_open":0"#);
 
     finish(producer, "producing through the pause and the move");
     let mut lines = std::fs::read_to_string(&acked).expect("acked file");
@@ -308,6 +312,8 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
     }
     for broker in &mut brokers {
         broker.wait_for_version(3);
+        // Open exactly what the assignment gives it (the start-up sweep leaves nothing else).
+        broker.wait_for_health(r#""partitions_led":2,"partitions_open":2"#);
     }
     run(verify(), "verifying after restarting all brokers");
     run(
