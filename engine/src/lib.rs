@@ -5,6 +5,7 @@
 pub mod aligned_buffer;
 pub mod batch;
 pub mod checkpoint;
+pub mod compaction;
 pub mod compression;
 pub mod config;
 pub mod data_dir_lock;

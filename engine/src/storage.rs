@@ -379,6 +379,33 @@ impl Storage {
         }
     }
 
+    /// Renames `from` to `to`, replacing `to` atomically when it exists (another name of
+    /// the replaced file, a hard link, keeps it). Returns false when `from` does not exist.
+    /// The directory is not fsynced: callers sync it once after a batch of renames.
+    pub async fn rename(&self, from: &Path, to: &Path) -> Result<bool> {
+        match self {
+            Storage::Disk(_) => {
+                let (from_path, to_path) = (self.absolute(from), self.absolute(to));
+                let context = format!("renaming {} to {}", from.display(), to.display());
+                blocking(move || match std::fs::rename(&from_path, &to_path) {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                    Err(e) => Err(e),
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                let mut files = lock(&store.files);
+                let Some(file) = files.remove(from) else {
+                    return Ok(false);
+                };
+                files.insert(to.to_path_buf(), file);
+                Ok(true)
+            }
+        }
+    }
+
     /// Removes a file; a missing file is not an error.
     pub async fn remove(&self, relative: &Path) -> Result<()> {
         match self {

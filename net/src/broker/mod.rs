@@ -1,9 +1,11 @@
 //! The broker runtime: shards, connections, routing, topics, and the cluster view.
 
+pub mod append_turns;
 pub mod cluster_view;
 pub mod config;
 pub mod connection;
 pub mod dispatch;
+pub mod fence_epoch;
 pub mod frame_reader;
 pub mod group_configs;
 pub mod metrics;

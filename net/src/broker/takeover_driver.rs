@@ -29,6 +29,7 @@ use kaas_cluster::view::ClusterView as AssignmentView;
 
 use crate::broker::cluster_view::ClusterView;
 use crate::broker::shard::Shard;
+use crate::broker::shard_commands::forget_fenced;
 
 /// Follows `assignments` until the channel closes (the broker stops).
 pub async fn follow_assignments(
@@ -50,6 +51,8 @@ pub async fn follow_assignments(
             view.clone(),
             &shard.config.topic_defaults,
         ));
+        // Partitions the storage fence closed since the last plan are not open any more.
+        forget_fenced(&mut open, shard.take_fenced_closes());
         let plan = plan_takeover(previous.as_deref(), &view, &open);
         for phase in plan.phases() {
             run_phase(&shard, phase.by_shard(), &mut open).await;
