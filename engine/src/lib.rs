@@ -12,6 +12,7 @@ pub mod data_dir_lock;
 pub mod dma_probe;
 pub mod error;
 pub mod fence;
+mod file_pool;
 pub mod group_store;
 pub mod leader_epoch;
 pub mod log;

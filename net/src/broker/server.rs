@@ -324,6 +324,7 @@ async fn run_shard(start: ShardStart) {
         topic_admin,
         producer_ids,
         open_epochs: Default::default(),
+        fenced_closes: Default::default(),
     });
     if let Some(cluster) = &cluster {
         // Nothing is served until the first assignment is accepted.

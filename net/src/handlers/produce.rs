@@ -183,7 +183,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                     log_start_offset: outcome.log_start_offset as i64,
                 };
                 if item.input.wait_for_flush {
-                    appended.push((item.slot, log, outcome.last_offset + 1, output));
+                    appended.push((item.slot, item.id, log, outcome.last_offset + 1, output));
                 } else {
                     // acks=0: nobody waits, but readers only see durable data, so flush now.
                     let end = outcome.last_offset + 1;
@@ -194,17 +194,26 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                     outputs.push((item.slot, output));
                 }
             }
-            Err(error) => outputs.push((item.slot, failure(&error))),
+            Err(error) => {
+                shard.give_up_if_fenced(&item.id);
+                outputs.push((item.slot, failure(&error)))
+            }
         }
     }
-    let flushes = appended
-        .into_iter()
-        .map(|(slot, log, end, output)| async move {
+    let flushes = appended.into_iter().map(|(slot, id, log, end, output)| {
+        let shard = &shard;
+        async move {
             match log.flush_to(end).await {
                 Ok(()) => (slot, output),
-                Err(error) => (slot, failure(&error)),
+                Err(error) => {
+                    // A newer claim on the volume: answered NOT_LEADER_OR_FOLLOWER, and
+                    // the partition is given up on this shard.
+                    shard.give_up_if_fenced(&id);
+                    (slot, failure(&error))
+                }
             }
-        });
+        }
+    });
     outputs.extend(futures_util::future::join_all(flushes).await);
     outputs
 }
