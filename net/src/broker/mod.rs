@@ -5,6 +5,7 @@ pub mod cluster_view;
 pub mod config;
 pub mod connection;
 pub mod dispatch;
+pub mod fence_epoch;
 pub mod frame_reader;
 pub mod group_configs;
 pub mod metrics;

@@ -324,6 +324,7 @@ async fn run_shard(start: ShardStart) {
         topic_admin,
         producer_ids,
         open_epochs: Default::default(),
+        fenced_closes: Default::default(),
         append_turns: Default::default(),
     });
     if let Some(cluster) = &cluster {

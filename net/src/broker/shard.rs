@@ -14,6 +14,7 @@ use crate::broker::config::BrokerConfig;
 use crate::broker::metrics::ShardMetrics;
 use crate::broker::producer_ids::ProducerIdAllocator;
 use crate::broker::router::{Inbox, Router};
+use crate::broker::shard_commands::FencedClose;
 use crate::broker::topic_admin::TopicAdmin;
 use crate::groups::coordinator::GroupCoordinator;
 
@@ -41,6 +42,10 @@ pub struct Shard {
     pub groups: Rc<GroupCoordinator>,
     /// The leader epoch each open partition was opened at by command (cluster mode).
     pub open_epochs: RefCell<HashMap<PartitionId, i32>>,
+    /// Partitions some shard closed because the storage fence found a newer claim, not yet
+    /// seen by the takeover driver (shard 0 only; see
+    /// [`crate::broker::shard_commands::forget_fenced`]).
+    pub fenced_closes: RefCell<Vec<FencedClose>>,
     /// Appends reach each partition in the order their requests arrived.
     pub append_turns: AppendTurns,
 }
@@ -57,9 +62,11 @@ impl Shard {
     /// In cluster mode a partition opens only by command ([`crate::broker::shard_commands`]):
     /// this returns the log only while the view gives the partition to this broker and shard at
     /// the epoch it was opened at, NOT_LEADER otherwise (led elsewhere, being given up, or not
-    /// opened yet), so a misrouted request never opens, and so never claims, a partition.
+    /// opened yet), so a misrouted request never opens, and so never claims, a partition. A
+    /// log the storage fence has fenced (a newer epoch claimed it on the volume) is given up
+    /// here too ([`Shard::give_up_if_fenced`]) and answered NOT_LEADER.
     pub async fn log(
-        &self,
+        self: &Rc<Self>,
         id: &PartitionId,
         config: LogConfig,
     ) -> Result<PartitionLog, EngineError> {
@@ -73,6 +80,10 @@ impl Shard {
                         if view.owner_shard(&id.topic, id.partition) == self.index
                             && self.open_epochs.borrow().get(id) == Some(&leader_epoch) =>
                     {
+                        if log.is_fenced() {
+                            self.give_up_if_fenced(id);
+                            return Err(EngineError::NotLeader);
+                        }
                         Ok(log)
                     }
                     _ => Err(EngineError::NotLeader),
@@ -119,7 +130,7 @@ impl Shard {
 
     /// Opens every partition this shard owns (so retention and recovery run without waiting
     /// for the first request).
-    pub async fn open_owned_partitions(&self) {
+    pub async fn open_owned_partitions(self: &Rc<Self>) {
         let view = self.view.load();
         if view.is_cluster() {
             // Cluster mode opens by command only.

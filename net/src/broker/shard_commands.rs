@@ -1,26 +1,55 @@
-//! Carrying out a [`ShardCommand`] on the shard it is addressed to (cluster mode).
+//! Carrying out a [`ShardCommand`] on the shard it is addressed to (cluster mode), and giving
+//! up a partition the storage fence took away.
 //!
 //! Commands arrive as data over the router (see [`crate::broker::takeover_driver`]); this is
-//! the only place a cluster-mode partition is opened or closed. Opening recovers the partition
-//! from the shared files at the command's leader epoch (the epoch its batches are stamped with
-//! and the place a storage-level claim of the epoch plugs in); closing flushes and checkpoints
-//! it, and appends still in flight on the closed log are answered NOT_LEADER_OR_FOLLOWER by the
-//! engine's closed-partition error.
+//! the only place a cluster-mode partition is opened or closed. Opening claims the partition
+//! on the volume at the fence epoch of the command's leader epoch
+//! ([`crate::broker::fence_epoch`]) and recovers it from the shared files
+//! (`LogManager::open_at_epoch`); batches are stamped with the leader epoch itself. Closing
+//! flushes and checkpoints it, and appends still in flight on the closed log are answered
+//! NOT_LEADER_OR_FOLLOWER by the engine's closed-partition error.
+//!
+//! **Fenced partitions.** A leader checks for a newer claim after every fdatasync; once one
+//! exists (another broker took the partition over at a higher epoch while this one was paused
+//! or cut off), the flush fails with `EngineError::Fenced`, the request is answered
+//! NOT_LEADER_OR_FOLLOWER and nothing it wrote is acknowledged. [`Shard::give_up_if_fenced`]
+//! then stops serving the partition at once (every later request answers NOT_LEADER), closes
+//! the log and tells shard 0, whose takeover driver drops it from its open state
+//! ([`forget_fenced`]) so that its next plan knows the partition is closed.
 
-use kaas_cluster::command::ShardCommand;
+use std::rc::Rc;
+
+use kaas_cluster::command::{AddressedCommand, ShardCommand};
+use kaas_cluster::ids::{LeaderEpoch, ShardIndex, TopicName, TopicPartition};
+use kaas_cluster::open_state::OpenState;
 use kaas_engine::{EngineError, PartitionId};
 
+use crate::broker::fence_epoch::partition_fence_epoch;
 use crate::broker::shard::Shard;
+
+/// A partition a shard closed because the fence found a newer claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FencedClose {
+    /// The shard that closed it.
+    pub shard: ShardIndex,
+    /// The partition.
+    pub partition: TopicPartition,
+    /// The leader epoch it had been opened at.
+    pub leader_epoch: LeaderEpoch,
+}
 
 impl Shard {
     /// Carries out `command` on this shard.
-    pub async fn run_command(&self, command: ShardCommand) -> Result<(), EngineError> {
+    pub async fn run_command(self: &Rc<Self>, command: ShardCommand) -> Result<(), EngineError> {
         match command {
             ShardCommand::OpenPartition {
                 partition,
                 leader_epoch,
             } => {
                 let id = PartitionId::new(partition.topic.as_arc().clone(), partition.partition);
+                // Refused by the assignment's checks already; never opened unfenced.
+                let fence_epoch =
+                    partition_fence_epoch(leader_epoch).ok_or(EngineError::NotLeader)?;
                 let view = self.view.load();
                 let config = view
                     .topic(&id.topic)
@@ -32,7 +61,17 @@ impl Shard {
                 self.open_epochs
                     .borrow_mut()
                     .insert(id.clone(), leader_epoch.0);
-                if let Err(error) = self.logs.open(&id, config).await {
+                // The manager hands back a log that is open already, whatever its epoch: one
+                // left open at another epoch, or fenced and not closed yet, is closed first so
+                // this open claims and recovers at `fence_epoch`.
+                if let Some(log) = self.logs.get(&id) {
+                    if log.is_fenced() || log.fence_epoch() != fence_epoch {
+                        if let Err(error) = self.logs.close(&id).await {
+                            tracing::warn!(partition = %id, %error, "closing a stale log before reopening it");
+                        }
+                    }
+                }
+                if let Err(error) = self.logs.open_at_epoch(&id, config, fence_epoch).await {
                     self.open_epochs.borrow_mut().remove(&id);
                     return Err(error);
                 }
@@ -46,7 +85,11 @@ impl Shard {
                 let closed = self.logs.close(&id).await;
                 self.metrics
                     .set_partitions_open(self.logs.open_partitions().len());
-                closed
+                match closed {
+                    // Closed all the same: another epoch had taken it over, nothing to flush.
+                    Err(EngineError::Fenced { .. }) => Ok(()),
+                    other => other,
+                }
             }
             ShardCommand::AdoptGroup { group } => {
                 // A group loads from its store on its first request here (the view routes it
@@ -71,5 +114,139 @@ impl Shard {
                 Ok(())
             }
         }
+    }
+
+    /// Gives up `id` if its open log has been fenced: from now on requests for it answer
+    /// NOT_LEADER_OR_FOLLOWER; the log is closed in the background and shard 0's takeover
+    /// driver is told. Does nothing for a log that is not fenced (or not open).
+    pub fn give_up_if_fenced(self: &Rc<Self>, id: &PartitionId) {
+        if !self.logs.get(id).is_some_and(|log| log.is_fenced()) {
+            return;
+        }
+        let Some(leader_epoch) = self.open_epochs.borrow_mut().remove(id) else {
+            // Given up already (or never opened by command).
+            return;
+        };
+        tracing::warn!(partition = %id, leader_epoch, "fenced by a newer claim: giving the partition up");
+        let shard = self.clone();
+        let id = id.clone();
+        // Spawned detached with its handle dropped at once: it waits on shard 0 (see the
+        // glommio note in net's README).
+        glommio::spawn_local(async move {
+            // Checked again right before the close (no await in between, and the manager's
+            // close takes the slot before it awaits): an open at a new epoch that started
+            // meanwhile closes the fenced log itself and must not lose its own.
+            if shard.logs.get(&id).is_some_and(|log| log.is_fenced()) {
+                match shard.logs.close(&id).await {
+                    Ok(()) | Err(EngineError::Fenced { .. }) => {}
+                    Err(error) => {
+                        tracing::warn!(partition = %id, %error, "closing a fenced partition")
+                    }
+                }
+            }
+            shard
+                .metrics
+                .set_partitions_open(shard.logs.open_partitions().len());
+            let Ok(topic) = TopicName::new(&id.topic) else {
+                return;
+            };
+            let closed = FencedClose {
+                shard: ShardIndex(shard.index),
+                partition: TopicPartition::new(topic, id.partition),
+                leader_epoch: LeaderEpoch(leader_epoch),
+            };
+            let _ = shard
+                .router
+                .call(&shard, 0, move |driver_shard| async move {
+                    driver_shard.fenced_closes.borrow_mut().push(closed);
+                })
+                .await;
+        })
+        .detach();
+    }
+
+    /// Takes the fenced closes reported since the last call (shard 0).
+    pub fn take_fenced_closes(&self) -> Vec<FencedClose> {
+        std::mem::take(&mut *self.fenced_closes.borrow_mut())
+    }
+}
+
+/// Records `closes` in the takeover driver's `open` state: each partition is closed on its
+/// shard, if `open` still has it there at the epoch that was fenced (a later open at another
+/// epoch is kept).
+pub fn forget_fenced(open: &mut OpenState, closes: Vec<FencedClose>) {
+    for closed in closes {
+        let still_open = open
+            .shard(closed.shard)
+            .and_then(|holdings| holdings.partitions.get(&closed.partition))
+            == Some(&closed.leader_epoch);
+        if still_open {
+            let close = AddressedCommand {
+                shard: closed.shard,
+                command: ShardCommand::ClosePartition {
+                    partition: closed.partition,
+                },
+            };
+            if let Err(error) = open.apply(&close) {
+                tracing::warn!(%error, "open state disagrees with a fenced close");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn partition(number: i32) -> TopicPartition {
+        TopicPartition::new(TopicName::new("t").expect("legal"), number)
+    }
+
+    fn opened(open: &mut OpenState, shard: usize, number: i32, epoch: i32) {
+        let command = AddressedCommand {
+            shard: ShardIndex(shard),
+            command: ShardCommand::OpenPartition {
+                partition: partition(number),
+                leader_epoch: LeaderEpoch(epoch),
+            },
+        };
+        open.apply(&command).expect("fits");
+    }
+
+    fn fenced(shard: usize, number: i32, epoch: i32) -> FencedClose {
+        FencedClose {
+            shard: ShardIndex(shard),
+            partition: partition(number),
+            leader_epoch: LeaderEpoch(epoch),
+        }
+    }
+
+    #[test]
+    fn a_fenced_close_leaves_the_open_state_only_at_its_shard_and_epoch() {
+        let mut open = OpenState::new();
+        opened(&mut open, 0, 0, 3);
+        opened(&mut open, 1, 1, 3);
+        opened(&mut open, 1, 2, 5);
+        forget_fenced(
+            &mut open,
+            vec![
+                fenced(0, 0, 3),
+                // Reopened at epoch 5 since the fence hit epoch 4: keep it.
+                fenced(1, 2, 4),
+                // On another shard than the one that reported it: keep it.
+                fenced(0, 1, 3),
+                // Not open at all.
+                fenced(1, 9, 1),
+            ],
+        );
+        assert!(open.where_open(&partition(0)).is_empty());
+        assert_eq!(
+            open.where_open(&partition(1)),
+            vec![(ShardIndex(1), LeaderEpoch(3))]
+        );
+        assert_eq!(
+            open.where_open(&partition(2)),
+            vec![(ShardIndex(1), LeaderEpoch(5))]
+        );
     }
 }

@@ -8,6 +8,12 @@
 //!
 //! Every group is rebuilt from its [`GroupStore`] alone, so in cluster mode a group can move
 //! to another coordinator by closing it here and loading it there.
+//!
+//! In cluster mode a store opens at a storage-fence epoch (the assignment version it was
+//! loaded under, plus one: [`crate::broker::fence_epoch`]), so a coordinator that lost the
+//! group while it was paused cannot acknowledge anything once the new one has claimed it: its
+//! next flush fails with `EngineError::Fenced`, the request is answered NOT_COORDINATOR, and
+//! the group is released here (by the next request that finds it, or the next tick).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -16,9 +22,10 @@ use std::time::Duration;
 
 use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use kaas_engine::group_store::{GroupChange, GroupStore};
-use kaas_engine::Storage;
+use kaas_engine::{EngineError, Storage};
 
 use crate::broker::cluster_view::{ClusterView, ViewHandle};
+use crate::broker::fence_epoch::group_fence_epoch;
 use crate::groups::clock::{monotonic_ms, wall_ms};
 use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::{ConsumerGroupConfig, TopicSnapshot};
@@ -31,7 +38,33 @@ use crate::protocol::ErrorCode;
 /// How often deadlines (sessions, join phases) are checked.
 const TICK: Duration = Duration::from_millis(50);
 
-type Opening = Shared<LocalBoxFuture<'static, Result<Rc<Group>, String>>>;
+type Opening = Shared<LocalBoxFuture<'static, Result<Rc<Group>, OpenFailure>>>;
+
+/// Why a group store did not open: the code to answer and the cause, for the log.
+#[derive(Clone, Debug)]
+struct OpenFailure {
+    code: ErrorCode,
+    reason: String,
+}
+
+impl OpenFailure {
+    fn of(error: &EngineError) -> Self {
+        OpenFailure {
+            code: store_error_code(error),
+            reason: error.to_string(),
+        }
+    }
+}
+
+/// The code for a failed store operation: NOT_COORDINATOR when a newer coordinator claimed
+/// the group on the volume (the client looks the coordinator up again), else
+/// COORDINATOR_NOT_AVAILABLE.
+pub fn store_error_code(error: &EngineError) -> ErrorCode {
+    match error {
+        EngineError::Fenced { .. } => ErrorCode::NotCoordinator,
+        _ => ErrorCode::CoordinatorNotAvailable,
+    }
+}
 type Deleting = Shared<LocalBoxFuture<'static, ()>>;
 
 enum Slot {
@@ -169,6 +202,46 @@ impl GroupCoordinator {
         }
     }
 
+    /// Forgets `group` if its store has been fenced (a newer coordinator claimed it): waiting
+    /// members are answered and later requests load it again, which a newer claim refuses.
+    /// Returns NOT_COORDINATOR then.
+    fn forget_if_fenced(&self, group: &Rc<Group>) -> Result<(), ErrorCode> {
+        if !group.store.is_fenced() {
+            return Ok(());
+        }
+        tracing::warn!(group = %group.id, "fenced by a newer coordinator's claim: releasing the group");
+        {
+            let mut groups = self.groups.borrow_mut();
+            if matches!(groups.get(&group.id), Some(Slot::Ready(current)) if Rc::ptr_eq(current, group))
+            {
+                groups.remove(&group.id);
+            }
+        }
+        if let GroupState::Classic(classic) = &mut *group.state.borrow_mut() {
+            classic.mark_dead();
+        }
+        Err(ErrorCode::NotCoordinator)
+    }
+
+    /// The fence epoch a store opened now opens at: 0 in standalone mode, in cluster mode
+    /// the one of the assignment version being followed (none before the first one).
+    fn fence_epoch_now(&self) -> Result<u32, OpenFailure> {
+        let view = self.view.load();
+        if !view.is_cluster() {
+            return Ok(0);
+        }
+        let version = view
+            .cluster
+            .as_ref()
+            .map(|cluster| cluster.assignment_version());
+        version
+            .and_then(group_fence_epoch)
+            .ok_or_else(|| OpenFailure {
+                code: ErrorCode::NotCoordinator,
+                reason: format!("assignment version {version:?} has no group fence epoch"),
+            })
+    }
+
     /// COORDINATOR_LOAD_IN_PROGRESS until [`load`](Self::load) has finished.
     pub fn check_ready(&self) -> Result<(), ErrorCode> {
         if self.loaded.get() {
@@ -183,13 +256,15 @@ impl GroupCoordinator {
         self.check_ready()?;
         let opening = match self.groups.borrow().get(group_id) {
             None => return Ok(None),
-            Some(Slot::Ready(group)) => return Ok(Some(group.clone())),
-            Some(Slot::Opening(opening)) => opening.clone(),
+            Some(Slot::Ready(group)) => Ok(group.clone()),
+            Some(Slot::Opening(opening)) => Err(opening.clone()),
         };
-        opening
-            .await
-            .map(Some)
-            .map_err(|_| ErrorCode::CoordinatorNotAvailable)
+        let group = match opening {
+            Ok(group) => group,
+            Err(opening) => opening.await.map_err(|failure| failure.code)?,
+        };
+        self.forget_if_fenced(&group)?;
+        Ok(Some(group))
     }
 
     /// The group, created (with its store) if it does not exist yet.
@@ -199,6 +274,14 @@ impl GroupCoordinator {
     }
 
     async fn get_or_create(&self, group_id: &str) -> Result<Rc<Group>, ErrorCode> {
+        let ready = match self.groups.borrow().get(group_id) {
+            Some(Slot::Ready(group)) => Some(group.clone()),
+            _ => None,
+        };
+        if let Some(group) = ready {
+            self.forget_if_fenced(&group)?;
+            return Ok(group);
+        }
         let opening = {
             let mut groups = self.groups.borrow_mut();
             match groups.get(group_id) {
@@ -209,13 +292,16 @@ impl GroupCoordinator {
                     let config = self.config.clone();
                     let id = group_id.to_string();
                     let deletion = self.deleting.borrow().get(group_id).cloned();
+                    // Read now, not when the open runs: the version under which the request
+                    // (or the adoption) reached this coordinator.
+                    let fence_epoch = self.fence_epoch_now();
                     let opening: Opening = async move {
                         if let Some(deletion) = deletion {
                             deletion.await;
                         }
-                        let store = GroupStore::open(&storage, &id)
+                        let store = GroupStore::open_at_epoch(&storage, &id, fence_epoch?)
                             .await
-                            .map_err(|e| e.to_string())?;
+                            .map_err(|e| OpenFailure::of(&e))?;
                         Ok(Rc::new(Group::from_store(store, &config, monotonic_ms())))
                     }
                     .boxed_local()
@@ -234,12 +320,12 @@ impl GroupCoordinator {
                 }
                 Ok(group)
             }
-            Err(error) => {
-                tracing::error!(group = %group_id, %error, "opening group store");
+            Err(failure) => {
+                tracing::error!(group = %group_id, reason = %failure.reason, "opening group store");
                 if matches!(groups.get(group_id), Some(Slot::Opening(_))) {
                     groups.remove(group_id);
                 }
-                Err(ErrorCode::CoordinatorNotAvailable)
+                Err(failure.code)
             }
         }
     }
@@ -289,7 +375,10 @@ impl GroupCoordinator {
             async move {
                 if let Err(error) = store.delete().await {
                     tracing::error!(group = %id, %error, "deleting group store");
-                    outcome.set(ErrorCode::KafkaStorageError);
+                    outcome.set(match error {
+                        EngineError::Fenced { .. } => ErrorCode::NotCoordinator,
+                        _ => ErrorCode::KafkaStorageError,
+                    });
                 }
             }
             .boxed_local()
@@ -319,6 +408,9 @@ impl GroupCoordinator {
     pub async fn tick(&self, now_ms: i64) {
         let mut topics = None;
         for group in self.groups() {
+            if self.forget_if_fenced(&group).is_err() {
+                continue;
+            }
             let due = {
                 let mut state = group.state.borrow_mut();
                 match &mut *state {
@@ -417,4 +509,128 @@ fn config_check_interval(config: &GroupConfig) -> i64 {
     config
         .offsets_retention_check_interval_ms
         .max(TICK.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kaas_cluster::assignment::Assignment;
+    use kaas_cluster::ids::BrokerId;
+
+    use super::*;
+    use crate::broker::topic_config::TopicDefaults;
+    use crate::groups::offsets::{commit, Committer, OffsetToCommit};
+
+    /// A one-broker, one-topic cluster view at assignment `version`, this broker coordinating
+    /// group `g`.
+    fn cluster_view(version: u64) -> ClusterView {
+        let text = format!(
+            r#"{{"format": 1, "controller_epoch": 1, "assignment_version": {version},
+                "brokers": [{{"id": 0, "host": "127.0.0.1", "port": 9092}}],
+                "topics": {{"t": {{"id": "ASNFZ4mrze_-3LqYdlQyEA", "partitions": 1}}}},
+                "partitions": {{"t": [{{"leader": 0, "leader_epoch": 0}}]}},
+                "consumerGroups": {{"g": 0}}}}"#
+        );
+        let assignment = Assignment::from_json(text.as_bytes()).expect("valid");
+        let view = kaas_cluster::view::ClusterView::new(&assignment, BrokerId(0), 1);
+        ClusterView::of_assignment("c".into(), Arc::new(view), &TopicDefaults::default())
+    }
+
+    async fn commit_offset(
+        coordinator: &GroupCoordinator,
+        view: &ClusterView,
+        offset: i64,
+    ) -> ErrorCode {
+        let committer = Committer {
+            member_id: String::new(),
+            group_instance_id: None,
+            generation_or_epoch: -1,
+            api_version: 8,
+        };
+        let offsets = vec![OffsetToCommit {
+            topic: "t".into(),
+            partition: 0,
+            offset,
+            leader_epoch: -1,
+            metadata: None,
+        }];
+        commit(coordinator, view, "g", committer, offsets, 1).await[0]
+    }
+
+    #[test]
+    fn a_store_claimed_by_a_newer_coordinator_answers_not_coordinator_and_is_released() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let storage = Storage::memory();
+                let handle = Arc::new(ViewHandle::new(cluster_view(4)));
+                let coordinator = GroupCoordinator::new(
+                    0,
+                    1,
+                    storage.clone(),
+                    GroupConfig::default(),
+                    handle.clone(),
+                );
+                coordinator.start_empty();
+                let view = handle.load();
+                assert_eq!(
+                    commit_offset(&coordinator, &view, 10).await,
+                    ErrorCode::None
+                );
+                let group = coordinator.find("g").await.expect("ready").expect("loaded");
+                assert_eq!(
+                    group.store.fence_epoch(),
+                    5,
+                    "assignment version 4, plus one"
+                );
+
+                // Another broker adopts the group under assignment 6 while this one still
+                // believes it coordinates it.
+                let newer = GroupStore::open_at_epoch(&storage, "g", 7)
+                    .await
+                    .expect("takeover");
+                assert_eq!(newer.offset("t", 0).map(|c| c.offset), Some(10));
+
+                assert_eq!(
+                    commit_offset(&coordinator, &view, 99).await,
+                    ErrorCode::NotCoordinator,
+                    "a stale coordinator's commit is refused, not acknowledged"
+                );
+                assert!(coordinator
+                    .find("g")
+                    .await
+                    .is_err_and(|e| e == ErrorCode::NotCoordinator));
+                assert!(coordinator.loaded_ids().is_empty(), "released");
+                // Loading it again under the old version meets the newer claim.
+                assert_eq!(
+                    coordinator.find_or_create("g").await.err(),
+                    Some(ErrorCode::NotCoordinator)
+                );
+                drop(newer);
+                let reread = GroupStore::open_at_epoch(&storage, "g", 7)
+                    .await
+                    .expect("reopen");
+                assert_eq!(reread.offset("t", 0).map(|c| c.offset), Some(10));
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
+    }
+
+    #[test]
+    fn standalone_stores_open_unfenced() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let storage = Storage::memory();
+                let handle = Arc::new(ViewHandle::new(ClusterView::default()));
+                let coordinator =
+                    GroupCoordinator::new(0, 1, storage, GroupConfig::default(), handle);
+                coordinator.start_empty();
+                let group = coordinator.find_or_create("g").await.expect("created");
+                assert_eq!(group.store.fence_epoch(), 0);
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
+    }
 }

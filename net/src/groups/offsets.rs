@@ -111,7 +111,9 @@ pub async fn commit(
             EngineError::Io { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
                 ErrorCode::InvalidCommitOffsetSize
             }
-            _ => ErrorCode::CoordinatorNotAvailable,
+            // A newer coordinator claimed the group: nothing of this commit is acknowledged
+            // here, and the client looks the coordinator up again.
+            other => crate::groups::coordinator::store_error_code(other),
         };
         for slot in errors.iter_mut().filter(|c| **c == ErrorCode::None) {
             *slot = code;
@@ -251,7 +253,7 @@ pub async fn delete(
     if !changes.is_empty() {
         if let Err(error) = group.store.apply(changes).await {
             tracing::error!(group = %group_id, %error, "deleting offsets");
-            return Err(ErrorCode::CoordinatorNotAvailable);
+            return Err(crate::groups::coordinator::store_error_code(&error));
         }
     }
     Ok(results)

@@ -222,7 +222,7 @@ async fn read_on_owner(
 }
 
 async fn read_one(
-    shard: &Shard,
+    shard: &Rc<Shard>,
     id: PartitionId,
     (input, budget): (Input, ResponseBudget),
 ) -> Output {

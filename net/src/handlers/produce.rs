@@ -6,7 +6,10 @@
 //! producer's bytes; a topic whose `compression.type` names a codec has its batches
 //! re-encoded in that codec first, on the owner shard. A refused batch gets the code Apache
 //! Kafka gives for its fault ([`crate::handlers::batch_error_code`]), an error message, and
-//! for a record that breaks a per-record rule the record's index in `record_errors`.
+//! for a record that breaks a per-record rule the record's index in `record_errors`
+//! ([`record_errors`] words the topic rules' answers: keys on compacted topics, timestamps).
+
+mod record_errors;
 
 use std::rc::Rc;
 
@@ -162,7 +165,8 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
             Ok(Some(rewritten)) => Bytes::from(rewritten),
             Ok(None) => item.input.records,
             Err(error) => {
-                outputs.push((item.slot, failure(&EngineError::InvalidBatch(error))));
+                let error = EngineError::InvalidBatch(error);
+                outputs.push((item.slot, failure(&item.id, &error)));
                 continue;
             }
         };
@@ -170,7 +174,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
         let log = match shard.log(&item.id, item.input.config).await {
             Ok(log) => log,
             Err(error) => {
-                outputs.push((item.slot, failure(&error)));
+                outputs.push((item.slot, failure(&item.id, &error)));
                 continue;
             }
         };
@@ -190,7 +194,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                     log_start_offset: outcome.log_start_offset as i64,
                 };
                 if item.input.wait_for_flush {
-                    appended.push((item.slot, log, outcome.last_offset + 1, output));
+                    appended.push((item.slot, item.id, log, outcome.last_offset + 1, output));
                 } else {
                     // acks=0: nobody waits, but readers only see durable data, so flush now.
                     let end = outcome.last_offset + 1;
@@ -201,17 +205,26 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                     outputs.push((item.slot, output));
                 }
             }
-            Err(error) => outputs.push((item.slot, failure(&error))),
+            Err(error) => {
+                shard.give_up_if_fenced(&item.id);
+                outputs.push((item.slot, failure(&item.id, &error)))
+            }
         }
     }
-    let flushes = appended
-        .into_iter()
-        .map(|(slot, log, end, output)| async move {
+    let flushes = appended.into_iter().map(|(slot, id, log, end, output)| {
+        let shard = &shard;
+        async move {
             match log.flush_to(end).await {
                 Ok(()) => (slot, output),
-                Err(error) => (slot, failure(&error)),
+                Err(error) => {
+                    // A newer claim on the volume: answered NOT_LEADER_OR_FOLLOWER, and
+                    // the partition is given up on this shard.
+                    shard.give_up_if_fenced(&id);
+                    (slot, failure(&id, &error))
+                }
             }
-        });
+        }
+    });
     outputs.extend(futures_util::future::join_all(flushes).await);
     outputs
 }
@@ -232,23 +245,28 @@ fn holds_more_than_one_batch(records: &[u8]) -> bool {
         .is_some_and(|total| records.len() > total)
 }
 
-fn failure(error: &EngineError) -> Output {
-    // KIP-467: a per-record rule names the record that broke it.
-    let record_errors = match error {
-        EngineError::InvalidBatch(batch @ BatchError::OffsetDeltaMismatch { index, .. }) => {
-            vec![BatchIndexAndErrorMessage {
-                batch_index: i32::try_from(*index).unwrap_or(i32::MAX),
-                batch_index_error_message: Some(batch.to_string()),
-            }]
-        }
-        _ => Vec::new(),
-    };
-    Output {
-        error: Some(error_code(error)),
-        message: Some(error.to_string()),
+fn failure(partition: &PartitionId, error: &EngineError) -> Output {
+    let refused = |code: ErrorCode, message: String, record_errors| Output {
+        error: Some(code),
+        message: Some(message),
         record_errors,
         base_offset: -1,
         log_append_time: -1,
         log_start_offset: -1,
+    };
+    match error {
+        // KIP-467: a per-record rule names the record that broke it.
+        EngineError::InvalidBatch(BatchError::RecordsRefused(faults)) => {
+            let (code, message, record_errors) = record_errors::refusal(partition, faults);
+            refused(code, message, record_errors)
+        }
+        EngineError::InvalidBatch(batch @ BatchError::OffsetDeltaMismatch { index, .. }) => {
+            let record_errors = vec![BatchIndexAndErrorMessage {
+                batch_index: i32::try_from(*index).unwrap_or(i32::MAX),
+                batch_index_error_message: Some(batch.to_string()),
+            }];
+            refused(error_code(error), error.to_string(), record_errors)
+        }
+        _ => refused(error_code(error), error.to_string(), Vec::new()),
     }
 }
