@@ -1,14 +1,18 @@
 //! kaas's cluster decisions, with no I/O and no runtime: the ids, `assignment.json`'s model
 //! and checks, [`follower::AssignmentFollower::apply_if_new`], the [`view::ClusterView`] every
 //! shard reads, placement of partitions and groups, shard commands as plain data and the
-//! takeover diff that turns an assignment change into those commands.
+//! takeover diff that turns an assignment change into those commands; and the controller's
+//! side: the [`balancer`] that computes the next assignment and the [`controller`] state
+//! machine that decides when to lead, compute and write.
 //!
 //! Everything here is deterministic and `Send`: adapters (file watching, Kubernetes, gRPC)
 //! feed it inputs and carry its outputs out, which is what lets the tests drive it by
 //! seeded simulation.
 
 pub mod assignment;
+pub mod balancer;
 pub mod command;
+pub mod controller;
 pub mod follower;
 pub mod ids;
 pub mod open_state;
@@ -31,5 +35,8 @@ mod tests {
         send_sync::<crate::command::AddressedCommand>();
         send_sync::<crate::open_state::OpenState>();
         send_sync::<crate::takeover::TakeoverPlan>();
+        send_sync::<crate::controller::Controller>();
+        send_sync::<crate::controller::Action>();
+        send_sync::<crate::controller::Input>();
     }
 }

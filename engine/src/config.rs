@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::batch::record_rules::RecordRules;
 use crate::compression::CompressionTarget;
 
 /// Which timestamp a batch carries once stored (`message.timestamp.type`).
@@ -41,6 +42,12 @@ pub struct LogConfig {
     /// Produce re-encodes with [`crate::batch::recompress::recompress_batches`] before the
     /// append.
     pub compression: Option<CompressionTarget>,
+    /// Compaction settings when `cleanup.policy` contains `compact`; `None` never cleans.
+    /// (Time and size retention are `retention_age` / `retention_bytes`: a compact-only
+    /// topic sets neither.)
+    pub compaction: Option<crate::compaction::CompactionConfig>,
+    /// What every produced record must meet (keys on compacted topics, timestamp bounds).
+    pub record_rules: RecordRules,
 }
 
 impl Default for LogConfig {
@@ -57,6 +64,8 @@ impl Default for LogConfig {
             write_chunk_bytes: 256 << 10,
             tail_cache_bytes: 1 << 20,
             compression: None,
+            compaction: None,
+            record_rules: RecordRules::default(),
         }
     }
 }

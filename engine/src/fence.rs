@@ -10,7 +10,10 @@
 //! In a partition directory (and the same in a group directory):
 //!
 //! ```text
-//! claims/<epoch:020>        empty; created with O_EXCL, fsynced, directory fsynced
+//! claims/<epoch:020>        empty; created with O_EXCL, fsynced (the directory fsync of
+//!                           step 1 makes the name durable)
+//! claims/<epoch:020>.live   empty; the leader's token: exists while no newer claimant
+//!                           has superseded it (removed by that claimant)
 //! claims/<epoch:020>.end    the claim's record, written after recovery (tmp + rename)
 //! <name>-e<epoch>.<ext>     every file a leader at epoch > 0 writes carries its epoch
 //! <name>.<ext>              epoch 0: today's names, standalone mode, no claim
@@ -26,7 +29,9 @@
 //!
 //! 1. Fail with [`EngineError::Fenced`] if a claim above E exists. Create `claims/<E>` with
 //!    `O_EXCL` (a claim at E that exists already is this owner's own earlier attempt: the
-//!    controller never gives one epoch to two brokers).
+//!    controller never gives one epoch to two brokers), then the token `claims/<E>.live`,
+//!    then list `claims/`: fail if a claim above E exists now; otherwise remove the token of
+//!    every older claim listed (superseding its leader) and fsync `claims/`.
 //! 2. Only now read: the base is the newest claim below E with a record (or epoch 0 when
 //!    there is none). Its checkpoint files are copied, its segment files hard-linked and
 //!    their indexes copied under epoch-E names; bytes of an inherited segment past the
@@ -53,18 +58,38 @@
 //!   its own).
 //! - Checkpoint, write producer snapshots, delete segments by retention, delete a group:
 //!   only epoch-O names, which no newer epoch reads; removing a name leaves E's link.
-//! - Acknowledge: after each fdatasync, and before it answers anyone, a leader lists
-//!   `claims/` (one readdir per group commit). A claim above its epoch fails the flush with
-//!   [`EngineError::Fenced`] and every later call on the handle too. A write acknowledged
-//!   by O was therefore durable before E's claim existed, so E, which reads only after
-//!   claiming, sees it: acknowledged writes survive. A write O made but never acknowledged
-//!   may or may not be in E's log, as after a crash.
+//! - Acknowledge: after each fdatasync, and before it answers anyone, a leader checks that
+//!   its token `claims/<O>.live` still exists (one `openat` on its ring per group commit,
+//!   [`check`]). A missing token fails the flush with [`EngineError::Fenced`] and every
+//!   later call on the handle too. A write acknowledged by O was therefore durable before
+//!   O's token was removed, which E does before it reads anything: E sees it, and
+//!   acknowledged writes survive. A write O made but never acknowledged may or may not be
+//!   in E's log, as after a crash.
+//!
+//! # Why one token per leader sees every newer claim, whatever epochs are skipped
+//!
+//! The check names one fixed file, yet a newer claim can be at any epoch above O (the
+//! controller may skip epochs) and claimants may race. Take a leader at O that passed its
+//! own takeover and any claimant E > O. Each did, in this order: create its claim, (O:
+//! create its token), list `claims/`. Either E's listing saw O's claim: then E removes O's
+//! token before reading, and O's token existed by then — it was created before O's own
+//! listing, and had O listed after E's claim existed it would have seen E and stopped.
+//! Or E's listing did not see O's claim: then O's claim, and so O's listing, came after
+//! E's claim, so O's listing saw E and O never led. So every leader that passed its takeover
+//! loses its token before any newer claimant reads, and a token is only ever removed by
+//! a newer claimant: a leader whose token is there was not superseded when it checked.
+//! Tokens of a claimant that stopped remain until the next takeover's clean-up and fence
+//! nobody (it never led). A newer claim that never gets as far as removing tokens read
+//! nothing and acknowledges nothing; the old leader goes on until a claimant does. The
+//! claims directory fsync after the removals makes them durable before E reads, so a volume
+//! that restarts cannot revive a superseded token.
 //!
 //! # What the shared file system must guarantee
 //!
 //! `O_EXCL` creation is atomic and, once it returns, visible to every broker's readdir and
-//! open; data written and fdatasync'd by one broker is read by another that opens the file
-//! afterwards; hard links work. A local disk (tests, standalone) and CephFS do this. NFS
+//! open; a removal, once it returns, makes every later open of the name fail (no cached
+//! positive lookup); data written and fdatasync'd by one broker is read by another that
+//! opens the file afterwards; hard links work. A local disk (tests, standalone) and CephFS do this. NFS
 //! does only as NFSv4 with lookup and attribute caching off for the partition and group
 //! directories (`lookupcache=none`, `actimeo=0`): otherwise a broker can miss a new claim.
 
@@ -81,6 +106,7 @@ const RECORD_VERSION: u16 = 1;
 const RECORD_FIXED_LEN: usize = 4 + 2 + 4 + 8 + 4 + 4;
 const RECORD_ENTRY_LEN: usize = 16;
 const END_SUFFIX: &str = ".end";
+const LIVE_SUFFIX: &str = ".live";
 
 /// `stem` with the epoch suffix of epoch `epoch` (none for epoch 0).
 pub(crate) fn with_epoch(stem: &str, epoch: u32) -> String {
@@ -121,6 +147,10 @@ fn claims_dir(dir: &Path) -> PathBuf {
 
 fn claim_path(dir: &Path, epoch: u32) -> PathBuf {
     claims_dir(dir).join(format!("{epoch:020}"))
+}
+
+fn live_path(dir: &Path, epoch: u32) -> PathBuf {
+    claims_dir(dir).join(format!("{epoch:020}{LIVE_SUFFIX}"))
 }
 
 fn record_path(dir: &Path, epoch: u32) -> PathBuf {
@@ -228,18 +258,37 @@ pub async fn claims(storage: &Storage, dir: &Path) -> Result<Vec<u32>> {
 }
 
 /// Fails with [`EngineError::Fenced`] when a claim above `epoch` exists in `dir` (a
-/// partition or group directory, relative to the storage root): the check a leader makes
-/// after each fdatasync and before it acknowledges. One readdir of `claims/` on the
-/// blocking pool.
-pub async fn check(storage: &Storage, dir: &Path, epoch: u32) -> Result<()> {
+/// readdir of `claims/` on a file thread): what a claimant checks before and after it
+/// claims, and again once it has recorded.
+async fn check_claims(storage: &Storage, dir: &Path, epoch: u32) -> Result<()> {
     match claims(storage, dir).await?.last() {
-        Some(&newest) if newest > epoch => Err(EngineError::Fenced {
-            dir: dir.display().to_string(),
-            epoch,
-            by_epoch: newest,
-        }),
+        Some(&newest) if newest > epoch => Err(fenced(dir, epoch, newest)),
         _ => Ok(()),
     }
+}
+
+fn fenced(dir: &Path, epoch: u32, by_epoch: u32) -> EngineError {
+    EngineError::Fenced {
+        dir: dir.display().to_string(),
+        epoch,
+        by_epoch,
+    }
+}
+
+/// Fails with [`EngineError::Fenced`] once a newer claimant has superseded the leader at
+/// `epoch` in `dir` (a partition or group directory, relative to the storage root): the
+/// check a leader makes after each fdatasync and before it acknowledges. It asks whether
+/// the leader's own `claims/<epoch>.live` still exists — one `openat` on the shard's ring
+/// ([`Storage::file_exists`]); only when it is gone does it list `claims/` to name the
+/// newer epoch. See the module documentation for why this sees every newer claim.
+pub async fn check(storage: &Storage, dir: &Path, epoch: u32) -> Result<()> {
+    if storage.file_exists(&live_path(dir, epoch)).await? {
+        return Ok(());
+    }
+    // Only a claimant above `epoch` removes the token (after creating its claim, which
+    // stays until an even newer one supersedes it in turn), so the newest claim names it.
+    let newest = claims(storage, dir).await?.last().copied().unwrap_or(epoch);
+    Err(fenced(dir, epoch, newest.max(epoch)))
 }
 
 /// What fenced a handle, kept so that every later call fails the same way.
@@ -292,17 +341,34 @@ pub(crate) enum Claimed {
 
 /// Claims `dir` for `epoch` (step 1 of the takeover) and finds what to read (step 2).
 pub(crate) async fn claim(storage: &Storage, dir: &Path, epoch: u32) -> Result<Claimed> {
-    check(storage, dir, epoch).await?;
+    check_claims(storage, dir, epoch).await?;
     storage.create_dir_all(&claims_dir(dir)).await?;
-    let created = storage.create_new_durable(&claim_path(dir, epoch)).await?;
+    // Durable with the directory fsync below, which also covers the token and the removals.
+    let created = storage.create_new_synced(&claim_path(dir, epoch)).await?;
+    // The token goes first, the listing after it: a claimant above us that listed before
+    // our token existed is seen by this listing, and we stop; one that lists later removes
+    // the token (see the module documentation).
+    storage.create_empty(&live_path(dir, epoch)).await?;
+    let found = claims(storage, dir).await?;
     // A claim above ours made while we created ours wins; reading now would be wasted.
-    check(storage, dir, epoch).await?;
+    if let Some(&newest) = found.last().filter(|&&newest| newest > epoch) {
+        return Err(fenced(dir, epoch, newest));
+    }
+    // Supersede every older leader before reading anything: its next check fails, so
+    // whatever it acknowledged was durable before now.
+    let claims_dir = claims_dir(dir);
+    for &older in found.iter().filter(|&&older| older < epoch) {
+        storage.remove(&live_path(dir, older)).await?;
+    }
+    // Makes the claim, our token and the removals durable at once before anything is read,
+    // so that a volume that restarts cannot bring a stale leader's token back.
+    storage.sync_dir(&claims_dir).await?;
     if !created {
         if let Some(own) = read_record(storage, dir, epoch).await? {
             return Ok(Claimed::Reopen(own));
         }
     }
-    for older in claims(storage, dir).await?.into_iter().rev() {
+    for &older in found.iter().rev() {
         if older >= epoch {
             continue;
         }
@@ -348,7 +414,7 @@ pub(crate) async fn complete(
         .await?;
     // After this check a newer claimant sees our record and reads only epoch-`epoch`
     // names; before it, one that claimed may still be reading older names.
-    check(storage, dir, epoch).await?;
+    check_claims(storage, dir, epoch).await?;
     let mut removed = false;
     for name in storage.list_dir(dir).await? {
         if is_engine_file(&name) && file_epoch(&name) < epoch {
@@ -363,6 +429,7 @@ pub(crate) async fn complete(
     for name in storage.list_dir(&claims_dir).await? {
         let stem = name.strip_suffix(".tmp").unwrap_or(&name);
         let stem = stem.strip_suffix(END_SUFFIX).unwrap_or(stem);
+        let stem = stem.strip_suffix(LIVE_SUFFIX).unwrap_or(stem);
         if parse_claim_name(stem).is_some_and(|older| older < epoch) {
             storage.remove(&claims_dir.join(&name)).await?;
         }
@@ -405,6 +472,38 @@ mod tests {
         assert_eq!(file_epoch("00000000000000000042.log"), 0);
         assert_eq!(file_epoch("leader-epoch-checkpoint-e12.tmp"), 12);
         assert_eq!(file_epoch("offsets-e4.log.tmp"), 4);
+    }
+
+    fn fenced_by(result: Result<()>) -> Option<u32> {
+        match result {
+            Err(EngineError::Fenced { by_epoch, .. }) => Some(by_epoch),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_claim_skipping_epochs_fences_every_older_leader() {
+        futures_lite::future::block_on(async {
+            let storage = Storage::memory();
+            let dir = Path::new("topics/t/0");
+            assert!(matches!(
+                claim(&storage, dir, 1).await,
+                Ok(Claimed::Takeover { base_epoch: 0, .. })
+            ));
+            check(&storage, dir, 1).await.expect("epoch 1 leads");
+            // Epoch 2 claims but never finishes; 1 is superseded all the same.
+            claim(&storage, dir, 2).await.expect("claim 2");
+            assert_eq!(fenced_by(check(&storage, dir, 1).await), Some(2));
+            // The controller skips to 7: 2's check must fail although 3 is never claimed.
+            claim(&storage, dir, 7).await.expect("claim 7");
+            assert_eq!(fenced_by(check(&storage, dir, 2).await), Some(7));
+            assert_eq!(fenced_by(check(&storage, dir, 1).await), Some(7));
+            check(&storage, dir, 7).await.expect("epoch 7 leads");
+            // A late claimant below the newest claim never leads, and its token fences
+            // nobody else.
+            assert_eq!(fenced_by(claim(&storage, dir, 5).await.map(drop)), Some(7));
+            check(&storage, dir, 7).await.expect("epoch 7 still leads");
+        });
     }
 
     #[test]

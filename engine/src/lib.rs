@@ -5,12 +5,14 @@
 pub mod aligned_buffer;
 pub mod batch;
 pub mod checkpoint;
+pub mod compaction;
 pub mod compression;
 pub mod config;
 pub mod data_dir_lock;
 pub mod dma_probe;
 pub mod error;
 pub mod fence;
+mod file_pool;
 pub mod group_store;
 pub mod leader_epoch;
 pub mod log;

@@ -132,6 +132,9 @@ pub(crate) struct LogState {
     pub closed: bool,
     /// Offset and timestamp of the record with the largest timestamp (batch granularity).
     pub max_timestamp: Option<(i64, u64)>,
+    /// Counts segments replaced by compaction: a read that began before a swap must not
+    /// mix the old file with the new index or read-ahead (it starts again instead).
+    pub segment_swaps: u64,
 }
 
 impl LogState {
@@ -238,14 +241,12 @@ impl PartitionLog {
             return Self::open(storage, dir, config).await;
         }
         storage.create_dir_all(dir).await?;
-        let (state, took_over) = takeover::recover_at_epoch(storage, dir, &config, epoch).await?;
-        let log = Self::from_state(storage, dir, config, epoch, state);
-        if took_over {
-            // Recovery points, epochs and producer state of this epoch's own, so the next
-            // open does not rescan what was inherited; its flush also checks the fence.
-            log.checkpoint().await?;
-        }
-        Ok(log)
+        // No checkpoint here: the takeover copied the base epoch's recovery point, epochs
+        // and producer snapshots under this epoch's names, so a reopen scans no more than
+        // this recovery did; the periodic checkpoint and `close` write this epoch's own.
+        // Skipping it saves six fsyncs per partition on the takeover's critical path.
+        let (state, _took_over) = takeover::recover_at_epoch(storage, dir, &config, epoch).await?;
+        Ok(Self::from_state(storage, dir, config, epoch, state))
     }
 
     /// The fence epoch the log was opened at (0 for [`PartitionLog::open`]).
@@ -415,7 +416,12 @@ impl PartitionLog {
         now_ms: i64,
     ) -> Result<AppendOutcome> {
         let config = self.config();
-        let summaries = batch::validate_batches(records, config.max_batch_bytes)?;
+        let checks = batch::record_rules::RecordChecks {
+            rules: config.record_rules,
+            timestamp_type: config.timestamp_type,
+            now_ms,
+        };
+        let summaries = batch::validate_produced_batches(records, config.max_batch_bytes, &checks)?;
         let _permit = self.lock_appends().await?;
         self.shared.state.borrow().check_usable()?;
 
@@ -582,14 +588,22 @@ impl PartitionLog {
         let end = self.shared.state.borrow().next_offset;
         self.flush_to(end).await?;
         let config = self.config();
-        let new_segment = Segment::create(
-            &self.shared.storage,
-            &self.shared.dir,
-            end,
-            self.shared.epoch,
-        )
-        .await?;
-        self.shared.storage.sync_dir(&self.shared.dir).await?;
+        let created = async {
+            let segment = Segment::create(
+                &self.shared.storage,
+                &self.shared.dir,
+                end,
+                self.shared.epoch,
+            )
+            .await?;
+            self.shared.storage.sync_dir(&self.shared.dir).await?;
+            Ok(segment)
+        }
+        .await;
+        let new_segment = match created {
+            Ok(segment) => segment,
+            Err(error) => return Err(self.fenced_instead(error).await),
+        };
         let new_appender = SegmentAppender::new(
             new_segment.file.clone(),
             0,
@@ -661,6 +675,24 @@ impl PartitionLog {
             self.roll(now_ms).await?;
         }
         Ok(())
+    }
+
+    /// A stale leader's roll can race the takeover's removal of its epoch's files (the new
+    /// segment vanishes between its creation and its first use): when the fence says the
+    /// log was superseded, that is the error to report (and keep), not the I/O failure.
+    async fn fenced_instead(&self, error: EngineError) -> EngineError {
+        if self.shared.epoch == 0 || matches!(error, EngineError::Fenced { .. }) {
+            return error;
+        }
+        match crate::fence::check(&self.shared.storage, &self.shared.dir, self.shared.epoch).await {
+            Err(fenced @ EngineError::Fenced { .. }) => {
+                if let Some(by) = crate::fence::FencedBy::from_error(&fenced) {
+                    self.shared.state.borrow_mut().fenced = Some(by);
+                }
+                fenced
+            }
+            _ => error,
+        }
     }
 
     fn poison(&self, error: &EngineError) {
@@ -793,7 +825,22 @@ impl PartitionLog {
     /// least one batch, never past the high watermark. Reading at the high watermark returns
     /// nothing; outside `[log_start_offset, log_end_offset]` is an error.
     pub async fn read(&self, offset: u64, max_bytes: usize) -> Result<FetchedRecords> {
+        loop {
+            if let Some(fetched) = self.read_unless_swapped(offset, max_bytes).await? {
+                return Ok(fetched);
+            }
+        }
+    }
+
+    /// [`PartitionLog::read`], or `None` when compaction swapped a segment while the start
+    /// position was being looked up (the position may then belong to the other file).
+    async fn read_unless_swapped(
+        &self,
+        offset: u64,
+        max_bytes: usize,
+    ) -> Result<Option<FetchedRecords>> {
         self.shared.last_read.set(Some(std::time::Instant::now()));
+        let swaps = self.shared.state.borrow().segment_swaps;
         let (segment_base, file, readable_end, hint, high_watermark, log_start_offset) = {
             let mut state = self.shared.state.borrow_mut();
             state.check_usable()?;
@@ -812,14 +859,14 @@ impl PartitionLog {
                 log_start_offset,
             };
             if offset >= high_watermark {
-                return Ok(fetched);
+                return Ok(Some(fetched));
             }
             if let Some(chunk) = state.tail_cache.read(offset, high_watermark, max_bytes) {
                 fetched.chunks = vec![chunk];
-                return Ok(fetched);
+                return Ok(Some(fetched));
             }
             let Some((_, segment)) = state.segments.range(..=offset).next_back() else {
-                return Ok(fetched);
+                return Ok(Some(fetched));
             };
             let readable_end = if segment.base_offset == state.durable.segment_base {
                 state.durable.position
@@ -856,6 +903,9 @@ impl PartitionLog {
                 (self.start_position(segment_base, hint, offset).await?, None)
             }
         };
+        if self.shared.state.borrow().segment_swaps != swaps {
+            return Ok(None);
+        }
         let read = BatchRead {
             file: &file,
             start,
@@ -867,7 +917,10 @@ impl PartitionLog {
         .run(first_window)
         .await
         .map_err(|e| EngineError::io("reading a segment", e))?;
-        if let Some((position, next_offset)) = read.end.filter(|&(end, _)| end < readable_end) {
+        let swapped = self.shared.state.borrow().segment_swaps != swaps;
+        if let Some((position, next_offset)) =
+            read.end.filter(|&(end, _)| end < readable_end && !swapped)
+        {
             self.shared.read_ahead.borrow_mut().advance(
                 stream,
                 &file,
@@ -880,11 +933,11 @@ impl PartitionLog {
                 },
             );
         }
-        Ok(FetchedRecords {
+        Ok(Some(FetchedRecords {
             chunks: read.chunks,
             high_watermark,
             log_start_offset,
-        })
+        }))
     }
 
     /// Where a read of `offset` in a segment starts: the active index's `hint`, or a lookup
@@ -1171,5 +1224,150 @@ impl PartitionLog {
             }
             _ => result,
         }
+    }
+}
+
+/// A sealed segment as the log cleaner sees it (see [`crate::compaction`]).
+pub(crate) struct SealedSegment {
+    pub base_offset: u64,
+    pub next_offset: u64,
+    pub size: u64,
+    pub max_timestamp: i64,
+    /// A hard link to an older epoch's file: its counted length bounds any replacement.
+    pub inherited: bool,
+    pub file: crate::storage::LogFile,
+}
+
+/// What a cleaning pass reads of a log, taken at one moment.
+pub(crate) struct CleanerView {
+    pub storage: Storage,
+    pub dir: PathBuf,
+    pub epoch: u32,
+    /// Every segment but the active one whose seal has ended, in offset order.
+    pub sealed: Vec<SealedSegment>,
+    /// Producer id → last offset of its last batch.
+    pub producer_last: std::collections::HashMap<i64, i64>,
+}
+
+/// The cleaner's side of the log: a view of its sealed segments and the swap of a cleaned
+/// one (the files' protocol is in [`crate::compaction::swap`]).
+impl PartitionLog {
+    pub(crate) fn cleaner_view(&self) -> Result<CleanerView> {
+        let state = self.shared.state.borrow();
+        state.check_usable()?;
+        let active_base = state.active()?.base_offset;
+        let sealed = state
+            .segments
+            .values()
+            .filter(|s| {
+                s.base_offset != active_base && matches!(s.index, segment::SegmentIndex::Sealed(_))
+            })
+            .take_while(|s| s.next_offset <= state.durable.offset)
+            .map(|s| SealedSegment {
+                base_offset: s.base_offset,
+                next_offset: s.next_offset,
+                size: s.size,
+                max_timestamp: s.max_timestamp,
+                inherited: s.inherited,
+                file: s.file.clone(),
+            })
+            .collect();
+        let producer_last = state
+            .producers
+            .entries()
+            .into_iter()
+            .filter_map(|entry| Some((entry.producer_id(), entry.last_batch()?.last_offset)))
+            .collect();
+        Ok(CleanerView {
+            storage: self.shared.storage.clone(),
+            dir: self.shared.dir.clone(),
+            epoch: self.shared.epoch,
+            sealed,
+            producer_last,
+        })
+    }
+
+    /// Swaps a cleaned copy of the sealed segment `original` in, when that segment is still
+    /// there unchanged and no newer claim exists (at a fence epoch). Returns false, removing
+    /// the cleaned files, when the segment went or changed meanwhile. A newer claim fails
+    /// with [`EngineError::Fenced`] (the log is fenced from then on); a failure in the
+    /// middle of the swap poisons the log (recovery completes or rolls the swap back).
+    pub(crate) async fn install_cleaned(
+        &self,
+        original: &SealedSegment,
+        cleaned: &crate::compaction::CleanedSegment,
+    ) -> Result<bool> {
+        use crate::compaction::swap;
+        let storage = &self.shared.storage;
+        let dir = &self.shared.dir;
+        let epoch = self.shared.epoch;
+        let base = original.base_offset;
+        // Held through the swap: retention, delete-records and close wait for it.
+        let _sealing = self
+            .shared
+            .seal_lock
+            .acquire_permit(1)
+            .await
+            .map_err(|_| EngineError::Closed)?;
+        let unchanged = {
+            let state = self.shared.state.borrow();
+            state.check_usable().is_ok()
+                && state
+                    .active()
+                    .is_ok_and(|active| active.base_offset != base)
+                && state.segments.get(&base).is_some_and(|s| {
+                    s.size == original.size && s.next_offset == original.next_offset
+                })
+        };
+        if !unchanged {
+            swap::discard(storage, dir, base, epoch).await?;
+            return Ok(false);
+        }
+        if epoch > 0 {
+            if let Err(error) = crate::fence::check(storage, dir, epoch).await {
+                swap::discard(storage, dir, base, epoch).await?;
+                if let Some(fenced) = crate::fence::FencedBy::from_error(&error) {
+                    tracing::warn!(dir = %dir.display(), %error, "cleaner fenced; result given up");
+                    self.shared.state.borrow_mut().fenced = Some(fenced);
+                }
+                return Err(error);
+            }
+        }
+        let swapped = async {
+            swap::commit(storage, dir, base, epoch).await?;
+            storage
+                .open_log_file(&segment::log_path(dir, base, epoch), false)
+                .await
+        }
+        .await;
+        let file = match swapped {
+            Ok(file) => file,
+            Err(error) => {
+                self.poison(&error);
+                return Err(error);
+            }
+        };
+        let mut state = self.shared.state.borrow_mut();
+        let inherited = state.segments.get(&base).is_some_and(|s| s.inherited);
+        state.segments.insert(
+            base,
+            Segment {
+                base_offset: base,
+                epoch,
+                inherited,
+                file,
+                size: cleaned.size,
+                next_offset: original.next_offset,
+                max_timestamp: cleaned.max_timestamp,
+                first_append_ms: None,
+                index: segment::SegmentIndex::Sealed(None),
+            },
+        );
+        state.segment_swaps += 1;
+        // The newest batches may still be cached as they were before cleaning.
+        state.tail_cache.clear();
+        drop(state);
+        self.shared.read_ahead.borrow_mut().release();
+        Ok(true)
     }
 }

@@ -143,6 +143,7 @@ pub(crate) async fn recover(
     scope: &FileScope,
 ) -> Result<LogState> {
     let epoch = scope.epoch;
+    crate::compaction::swap::finish_interrupted(storage, dir, epoch).await?;
     let listing = list(storage, dir, epoch).await?;
     let checkpoint = match storage
         .read_small(&dir.join(recovery_point_file(epoch)))
@@ -334,6 +335,7 @@ pub(crate) async fn recover(
             &mut segment,
             &mut index,
             file_size,
+            bases.get(i + 1).copied(),
             config,
             &mut epochs,
             &mut producers,
@@ -449,6 +451,7 @@ pub(crate) async fn recover(
         fenced: None,
         closed: false,
         max_timestamp,
+        segment_swaps: 0,
     })
 }
 
@@ -576,6 +579,7 @@ async fn rebuild_full_index(segment: &mut Segment, config: &LogConfig) -> Result
         segment,
         &mut index,
         size,
+        None,
         config,
         &mut epochs,
         &mut producers,
@@ -636,11 +640,16 @@ const MAX_SCANNED_BATCH: usize = 256 << 20;
 
 /// Validates batches from `segment.size` to `file_size`, updating the segment, its index
 /// and the log-wide state for each; stops at the first batch that is not intact.
+///
+/// Offsets must be dense in the last segment. In an earlier one (`next_base` known) they
+/// may have gaps that compaction left (`crate::compaction`), but must increase and stay
+/// below the next segment's base.
 #[allow(clippy::too_many_arguments)]
 async fn scan_segment_from(
     segment: &mut Segment,
     index: &mut ActiveIndex,
     file_size: u64,
+    next_base: Option<u64>,
     config: &LogConfig,
     epochs: &mut LeaderEpochCache,
     producers: &mut ProducerStateTable,
@@ -664,7 +673,14 @@ async fn scan_segment_from(
         for found in scan.by_ref() {
             let header = found.header;
             // `baseOffset` is outside the batch CRC: density is what vouches for it.
-            if header.base_offset < 0 || header.base_offset as u64 != segment.next_offset {
+            let in_order = match next_base {
+                None => header.base_offset as u64 == segment.next_offset,
+                Some(next_base) => {
+                    header.base_offset as u64 >= segment.next_offset
+                        && (header.next_offset() as u64) <= next_base
+                }
+            };
+            if header.base_offset < 0 || !in_order {
                 return Ok(ScanStop::Corrupt(batch::BatchError::InvalidRecords(
                     "offsets are not dense",
                 )));

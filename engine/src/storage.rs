@@ -3,9 +3,10 @@
 //!
 //! Everything above this module sees [`Storage`] (a root directory), [`LogFile`] (a segment
 //! written with aligned direct writes) and [`IndexFile`] (a small file written with buffered
-//! writes). Paths are relative to the storage root. Directory listing, small-file writes and
-//! removals are rare (open, checkpoint, roll, retention) and run on glommio's blocking pool
-//! so a shard never blocks; appends, reads and fsyncs go through io_uring.
+//! writes). Paths are relative to the storage root. Directory listing, small-file writes,
+//! links, removals and directory fsyncs are rare (open, checkpoint, roll, retention) and run
+//! on the engine's file threads ([`crate::file_pool`]) so a shard never blocks and many opens
+//! overlap; appends, reads and segment fsyncs go through io_uring.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,8 +62,12 @@ impl MemoryStore {
     }
 }
 
-async fn blocking<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
-    glommio::executor().spawn_blocking(f).await
+/// Runs a blocking file-system call on the engine's file threads ([`crate::file_pool`]),
+/// not on glommio's one blocking thread per shard.
+async fn blocking<R: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<R> + Send + 'static,
+) -> std::io::Result<R> {
+    crate::file_pool::run(f).await
 }
 
 impl Storage {
@@ -210,11 +215,13 @@ impl Storage {
         }
     }
 
-    /// Creates an empty file that must not exist yet (`O_EXCL`), fsyncs it and its
-    /// directory. Returns false, creating nothing, when the file already exists. On a shared
-    /// volume this is the claim primitive of [`crate::fence`]: of several brokers creating
-    /// the same name, exactly one succeeds, and the name is visible to all once it returns.
-    pub async fn create_new_durable(&self, relative: &Path) -> Result<bool> {
+    /// Creates an empty file that must not exist yet (`O_EXCL`) and fsyncs it; the caller
+    /// fsyncs the directory ([`Storage::sync_dir`]) before anything depends on the name
+    /// surviving a crash. Returns false, creating nothing, when the file already exists. On
+    /// a shared volume this is the claim primitive of [`crate::fence`]: of several brokers
+    /// creating the same name, exactly one succeeds, and the name is visible to all once it
+    /// returns.
+    pub async fn create_new_synced(&self, relative: &Path) -> Result<bool> {
         match self {
             Storage::Disk(_) => {
                 let path = self.absolute(relative);
@@ -232,9 +239,6 @@ impl Storage {
                         Err(e) => return Err(e),
                     };
                     file.sync_all()?;
-                    if let Some(parent) = path.parent() {
-                        std::fs::File::open(parent)?.sync_all()?;
-                    }
                     Ok(true)
                 })
                 .await
@@ -248,6 +252,62 @@ impl Storage {
                 files.insert(relative.to_path_buf(), MemoryFile::default());
                 Ok(true)
             }
+        }
+    }
+
+    /// Creates an empty file unless it exists, without any fsync: the caller fsyncs the
+    /// directory afterwards (the fence's liveness token, [`crate::fence`]).
+    pub async fn create_empty(&self, relative: &Path) -> Result<()> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("creating {}", relative.display());
+                blocking(move || {
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create(true)
+                        .truncate(false)
+                        .open(&path)
+                        .map(drop)
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                store.get_or_create(relative);
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether a file exists, asked on the shard's ring (an `openat`, and for a file that
+    /// exists the `statx` and `close` glommio adds), not on a file thread: the fence's check
+    /// after every group commit ([`crate::fence::check`]), a few µs instead of a hop to
+    /// another thread and back.
+    pub async fn file_exists(&self, relative: &Path) -> Result<bool> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                match BufferedFile::open(&path).await {
+                    Ok(file) => {
+                        // Nothing was written through it; a failing close changes nothing.
+                        let _ = file.close().await;
+                        Ok(true)
+                    }
+                    Err(error) => {
+                        let error = std::io::Error::from(error);
+                        if error.kind() == std::io::ErrorKind::NotFound {
+                            Ok(false)
+                        } else {
+                            Err(EngineError::io(
+                                format!("opening {}", relative.display()),
+                                error,
+                            ))
+                        }
+                    }
+                }
+            }
+            Storage::Memory(store) => Ok(store.get(relative).is_some()),
         }
     }
 
@@ -315,6 +375,33 @@ impl Storage {
                 // A new file, not the contents of one that a hard link shares.
                 lock(&store.files).insert(relative.to_path_buf(), Arc::new(Mutex::new(bytes)));
                 Ok(())
+            }
+        }
+    }
+
+    /// Renames `from` to `to`, replacing `to` atomically when it exists (another name of
+    /// the replaced file, a hard link, keeps it). Returns false when `from` does not exist.
+    /// The directory is not fsynced: callers sync it once after a batch of renames.
+    pub async fn rename(&self, from: &Path, to: &Path) -> Result<bool> {
+        match self {
+            Storage::Disk(_) => {
+                let (from_path, to_path) = (self.absolute(from), self.absolute(to));
+                let context = format!("renaming {} to {}", from.display(), to.display());
+                blocking(move || match std::fs::rename(&from_path, &to_path) {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+                    Err(e) => Err(e),
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                let mut files = lock(&store.files);
+                let Some(file) = files.remove(from) else {
+                    return Ok(false);
+                };
+                files.insert(to.to_path_buf(), file);
+                Ok(true)
             }
         }
     }

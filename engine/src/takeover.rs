@@ -140,6 +140,8 @@ async fn copy(storage: &Storage, dir: &Path, from: &str, to: &str) -> Result<()>
 /// (what superseded epochs leave is removed by this test, nothing else).
 pub(crate) fn is_partition_file(name: &str) -> bool {
     let name = name.strip_suffix(".tmp").unwrap_or(name);
+    // A cleaned segment not yet swapped in (`crate::compaction::swap`).
+    let name = name.strip_suffix(".cleaned").unwrap_or(name);
     let (stem, extension) = match name.rfind('.') {
         Some(dot) => (&name[..dot], Some(&name[dot + 1..])),
         None => (name, None),
@@ -170,6 +172,8 @@ mod tests {
             "recovery-point",
             "recovery-point-e4",
             "leader-epoch-checkpoint-e4.tmp",
+            "00000000000000000007-e3.log.cleaned",
+            "00000000000000000007-e3.timeindex.cleaned.tmp",
         ] {
             assert!(is_partition_file(name), "{name}");
         }
