@@ -595,7 +595,7 @@ fn walk_stored_records(
         let len = usize::try_from(len)
             .map_err(|_| BatchError::InvalidRecords("negative record length"))?;
         let body = cursor.take(len)?;
-        let offset_delta = check_record_body(body)?;
+        let offset_delta = check_record_body(body)?.offset_delta;
         let increasing = previous.is_none_or(|p| offset_delta > p) && offset_delta >= 0;
         if !increasing || offset_delta > last_offset_delta {
             return Err(BatchError::OffsetDeltaMismatch {
