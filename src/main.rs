@@ -4,6 +4,7 @@ mod admin_http;
 mod cleaner_flags;
 mod cli;
 mod group_flags;
+mod startup_checks;
 
 use anyhow::{bail, Context};
 use clap::Parser;
@@ -39,6 +40,12 @@ fn main() -> anyhow::Result<()> {
         Ok(config) => config,
         Err(reason) => bail!(reason),
     };
+    // Environment problems (seccomp, memlock, no O_DIRECT, an unshared volume) are found here,
+    // before any shard exists, and each exits with its own code and a paragraph saying why.
+    if let Err(refusal) = startup_checks::run(&config) {
+        eprintln!("{}", refusal.message);
+        std::process::exit(refusal.code as i32);
+    }
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
     let broker = Broker::start(config.clone()).context("starting the broker")?;
     let view_source = broker.view_source();

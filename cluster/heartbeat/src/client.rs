@@ -282,9 +282,11 @@ impl Session {
         let channel = channel
             .connect_timeout(self.options.connect_timeout)
             .tcp_nodelay(true)
-            // Notices a controller host that vanished without closing the connection.
-            .http2_keep_alive_interval(interval * 2)
-            .keep_alive_timeout(interval * 3)
+            // Notices a controller host that vanished without closing the connection (a
+            // controller that dies closes it, and a new controller is a new endpoint); the
+            // floors keep a busy machine's late timers from cutting a healthy stream.
+            .http2_keep_alive_interval((interval * 2).max(Duration::from_secs(2)))
+            .keep_alive_timeout((interval * 3).max(Duration::from_secs(5)))
             .keep_alive_while_idle(true);
         let channel = match channel.connect().await {
             Ok(channel) => channel,

@@ -104,7 +104,7 @@ async fn a_dropped_client_departs_at_once() {
 
 #[tokio::test]
 async fn a_silent_client_ages_out_and_rejoins_on_the_same_stream() {
-    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(3))
+    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(5))
         .await
         .expect("bind");
     let client = HeartbeatClient::spawn(
@@ -286,7 +286,7 @@ async fn a_brokers_new_stream_replaces_its_old_one() {
 
 #[tokio::test]
 async fn oversized_and_missing_first_pings_end_the_stream_and_the_server_keeps_serving() {
-    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(3))
+    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(5))
         .await
         .expect("bind");
     // More than the 1 MiB a ping may take: refused before it is decoded.
@@ -325,10 +325,10 @@ async fn oversized_and_missing_first_pings_end_the_stream_and_the_server_keeps_s
 
 #[tokio::test]
 async fn a_port_in_use_is_a_bind_error() {
-    let (server, _events) = HeartbeatServer::bind(loopback(), server_options(3))
+    let (server, _events) = HeartbeatServer::bind(loopback(), server_options(5))
         .await
         .expect("bind");
-    match HeartbeatServer::bind(server.local_addr(), server_options(3)).await {
+    match HeartbeatServer::bind(server.local_addr(), server_options(5)).await {
         Err(kaas_cluster_heartbeat::HeartbeatError::Bind { address, source }) => {
             assert_eq!(address, server.local_addr());
             assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse);

@@ -143,3 +143,6 @@ impl Shard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
