@@ -1,6 +1,7 @@
 //! `kaas`: start-up and shut-down wiring only; everything else lives in the crates.
 
 mod admin_http;
+mod cleaner_flags;
 mod cli;
 mod group_flags;
 mod startup_checks;

@@ -130,14 +130,68 @@ fn kafka_streams_word_count_is_exact_and_restores_from_its_changelog() {
     );
 }
 
+/// Sums `name{...}` samples of a Prometheus text page.
+fn metric_sum(page: &str, name: &str) -> f64 {
+    page.lines()
+        .filter(|line| {
+            line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} "))
+        })
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 #[test]
-#[ignore = "needs the log cleaner (compaction), which is not in this build yet: kaas keeps every record of a compacted topic"]
 fn compacted_topic_reads_back_as_the_latest_value_per_key() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let data = tempfile::tempdir().expect("tempdir");
-    let kaas = Kaas::start(Some(data.path()), BROKER_SETTINGS);
+    let mut settings = BROKER_SETTINGS.to_vec();
+    // Kafka's 15 s pause between idle cleaner rounds would only make the test slower.
+    settings.extend(["--log-cleaner-backoff-ms", "200"]);
+    let kaas = Kaas::start(Some(data.path()), &settings);
+    let metrics = |kaas: &Kaas| {
+        support::http_get(kaas.admin, "/metrics")
+            .map(|(_, body)| body)
+            .expect("/metrics answers")
+    };
+    let before = metrics(&kaas);
+    assert!(
+        before.contains("# TYPE kaas_log_cleaner_passes_total counter"),
+        "{before}"
+    );
+    assert_eq!(metric_sum(&before, "kaas_log_cleaner_passes_total"), 0.0);
     run_runner(
         "CompactedLatestValue",
         &["--bootstrap", &kaas.kafka.to_string()],
+    );
+    // The shards copy the cleaner's counters to /metrics every second.
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = metrics(&kaas);
+    assert!(
+        metric_sum(&after, "kaas_log_cleaner_passes_total") >= 1.0,
+        "{after}"
+    );
+    assert!(
+        metric_sum(&after, "kaas_log_cleaner_read_bytes_total") > 0.0,
+        "{after}"
+    );
+    assert!(
+        metric_sum(&after, "kaas_log_cleaner_written_bytes_total") > 0.0,
+        "{after}"
+    );
+    let compacted: Vec<&str> = after
+        .lines()
+        .filter(|l| l.contains("topic=\"compacted-"))
+        .collect();
+    assert!(
+        compacted
+            .iter()
+            .any(|l| l.starts_with("kaas_log_cleaner_dirty_ratio{")),
+        "{after}"
+    );
+    assert!(
+        compacted
+            .iter()
+            .any(|l| l.starts_with("kaas_log_cleaner_seconds_since_last_clean{")),
+        "{after}"
     );
 }
