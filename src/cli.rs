@@ -29,6 +29,10 @@ pub struct Cli {
     /// Address of the admin HTTP endpoint (`/healthz`, `/metrics`).
     #[arg(long, env = "KAAS_ADMIN_LISTEN", default_value = "0.0.0.0:9644")]
     pub admin_listen: SocketAddr,
+    /// Address the controller's heartbeat gRPC server binds in cluster mode (brokers keep a
+    /// stream to it); unused by a standalone broker.
+    #[arg(long, env = "KAAS_HEARTBEAT_LISTEN", default_value = "0.0.0.0:9094")]
+    pub heartbeat_listen: SocketAddr,
     /// Data directory.
     #[arg(long, env = "KAAS_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
@@ -111,6 +115,7 @@ impl Cli {
             match self.assignment_source {
                 AssignmentSource::File => {}
             }
+            self.check_heartbeat_listen()?;
             config.node_id = broker_id;
             config.cluster = Some(ClusterSettings { broker_id });
         }
@@ -130,6 +135,31 @@ impl Cli {
         };
         config.groups = self.groups.group_config();
         Ok(config)
+    }
+
+    /// `--heartbeat-listen` must name a fixed port (brokers dial it from the Lease
+    /// annotation) that neither the Kafka listener nor the admin endpoint binds too.
+    fn check_heartbeat_listen(&self) -> Result<(), String> {
+        let heartbeat = self.heartbeat_listen;
+        if heartbeat.port() == 0 {
+            return Err(format!(
+                "--heartbeat-listen {heartbeat} needs a port: brokers dial the address the controller publishes"
+            ));
+        }
+        for (flag, other) in [
+            ("--listen", self.listen),
+            ("--admin-listen", self.admin_listen),
+        ] {
+            let overlap = heartbeat.ip() == other.ip()
+                || heartbeat.ip().is_unspecified()
+                || other.ip().is_unspecified();
+            if heartbeat.port() == other.port() && overlap {
+                return Err(format!(
+                    "--heartbeat-listen {heartbeat} and {flag} {other} would bind the same port"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -169,5 +199,42 @@ mod tests {
         assert_eq!(standalone.cluster, None);
         let in_memory = Cli::parse_from(["kaas", "--in-memory"]);
         assert!(in_memory.broker_config(Some("kaas-0")).is_err());
+    }
+
+    #[test]
+    fn the_heartbeat_listener_is_checked_in_cluster_mode_only() {
+        let default = Cli::parse_from(["kaas"]);
+        assert_eq!(
+            default.heartbeat_listen,
+            "0.0.0.0:9094".parse::<SocketAddr>().expect("address")
+        );
+        assert!(default.broker_config(Some("kaas-0")).is_ok());
+        let chosen = Cli::parse_from(["kaas", "--heartbeat-listen", "127.0.0.2:29094"]);
+        assert_eq!(chosen.heartbeat_listen.to_string(), "127.0.0.2:29094");
+        for bad in [
+            ["--heartbeat-listen", "0.0.0.0:0"],
+            ["--heartbeat-listen", "0.0.0.0:9092"],
+            ["--heartbeat-listen", "127.0.0.1:9644"],
+        ] {
+            let cli = Cli::parse_from(["kaas", bad[0], bad[1]]);
+            let refused = cli.broker_config(Some("kaas-0")).expect_err(bad[1]);
+            assert!(refused.contains("--heartbeat-listen"), "{refused}");
+            assert!(cli.broker_config(None).is_ok(), "standalone ignores it");
+        }
+        // Different addresses may share a port.
+        let apart = Cli::parse_from([
+            "kaas",
+            "--listen",
+            "127.0.0.1:9094",
+            "--heartbeat-listen",
+            "127.0.0.2:9094",
+        ]);
+        assert!(apart.broker_config(Some("kaas-0")).is_ok());
+        for not_an_address in ["9094", "localhost:9094", "0.0.0.0:70000", ""] {
+            assert!(
+                Cli::try_parse_from(["kaas", "--heartbeat-listen", not_an_address]).is_err(),
+                "{not_an_address:?}"
+            );
+        }
     }
 }

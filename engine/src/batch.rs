@@ -42,7 +42,9 @@
 //! (codec, `recordsCount == lastOffsetDelta + 1`, no control batch, a sequence number when a
 //! producer id is set), then a walk of every record: exactly `recordsCount` records filling
 //! the section, each well formed (varint lengths within its bounds, headers complete) and
-//! carrying `offsetDelta` equal to its position. A compressed batch is decompressed once for
+//! carrying `offsetDelta` equal to its position, and (for a produce,
+//! [`validate_produced_batches`]) meeting the topic's per-record rules ([`record_rules`]: keys
+//! on compacted topics, timestamp bounds). A compressed batch is decompressed once for
 //! that walk, into a per-thread scratch buffer, with the output capped at the maximum batch
 //! size (a batch inflating past it is refused); what is stored stays the producer's bytes.
 //! Both kinds of batch take the same walk. Every length is checked against the bytes present
@@ -58,14 +60,25 @@
 //! them and recovery must be fast) and reports why it stopped; recovery truncates the segment
 //! at [`BatchScan::valid_end`]. A zero `batchLength` at a batch boundary is read as "nothing
 //! was written past here" rather than as corruption.
+//!
+//! # Stored batches after compaction
+//!
+//! The log cleaner ([`crate::compaction`]) removes records but keeps a batch's
+//! `baseOffset` and `lastOffsetDelta`, and may leave a batch with no records at all (as
+//! Kafka's cleaner does). [`scan_batches`] therefore checks stored batches with
+//! [`BatchHeader::check_stored_counts`] (`0 <= recordsCount <= lastOffsetDelta + 1`) and,
+//! when walking records, only that offset deltas increase within the span; producer input
+//! keeps the exact rules.
 
 use std::ops::Range;
 
 use thiserror::Error;
 
+use crate::batch::record_rules::{RecordChecks, RecordFacts, RecordFaultAt};
 use crate::compression::{self, Codec, CompressionError};
 
 pub mod recompress;
+pub mod record_rules;
 
 /// Position of `baseOffset` (i64).
 pub const BASE_OFFSET_POS: usize = 0;
@@ -180,6 +193,10 @@ pub enum BatchError {
     /// maximum batch size.
     #[error("{0}")]
     Compression(#[from] CompressionError),
+    /// Records break the topic's per-record rules ([`record_rules`]): every such record, in
+    /// batch order. The batch is well formed otherwise.
+    #[error("{} record(s) break the topic's record rules", .0.len())]
+    RecordsRefused(Vec<RecordFaultAt>),
     /// A client sent a control batch (transaction marker); only the broker writes those.
     #[error("clients are not allowed to write control batches")]
     ControlBatch,
@@ -429,13 +446,32 @@ pub fn validate_batches(
     buf: &[u8],
     max_batch_bytes: usize,
 ) -> Result<Vec<BatchSummary>, BatchError> {
+    validate(buf, max_batch_bytes, None)
+}
+
+/// [`validate_batches`] for a produce, which also checks every record against the topic's
+/// per-record rules ([`record_rules`]) in the same walk; records breaking them are
+/// [`BatchError::RecordsRefused`].
+pub fn validate_produced_batches(
+    buf: &[u8],
+    max_batch_bytes: usize,
+    checks: &RecordChecks,
+) -> Result<Vec<BatchSummary>, BatchError> {
+    validate(buf, max_batch_bytes, Some(checks))
+}
+
+fn validate(
+    buf: &[u8],
+    max_batch_bytes: usize,
+    checks: Option<&RecordChecks>,
+) -> Result<Vec<BatchSummary>, BatchError> {
     if buf.is_empty() {
         return Err(BatchError::Empty);
     }
     let mut summaries = Vec::new();
     let mut pos = 0;
     while pos < buf.len() {
-        let (header, total) = check_batch(&buf[pos..], max_batch_bytes, RecordWalk::All)?;
+        let (header, total) = check_batch(&buf[pos..], max_batch_bytes, RecordWalk::All, checks)?;
         check_producer_rules(&header)?;
         summaries.push(BatchSummary {
             range: pos..pos + total,
@@ -477,6 +513,7 @@ fn check_batch(
     buf: &[u8],
     max_batch_bytes: usize,
     walk: RecordWalk,
+    checks: Option<&RecordChecks>,
 ) -> Result<(BatchHeader, usize), BatchError> {
     if buf.len() < LOG_OVERHEAD {
         return Err(BatchError::Truncated {
@@ -525,11 +562,11 @@ fn check_batch(
             walk_stored_records(section, header.records_count, header.last_offset_delta)?;
         }
         Some(Codec::None) if walk != RecordWalk::Nothing => {
-            walk_records_exact(section, header.records_count)?;
+            walk_records_exact(section, &header, checks)?;
         }
         Some(codec) if walk == RecordWalk::All => compression::with_scratch(|records| {
             compression::decompress(codec, section, records, max_batch_bytes)?;
-            walk_records_exact(records, header.records_count)
+            walk_records_exact(records, &header, checks)
         })?,
         // The other cases walk nothing (check_counts refused undefined codecs).
         _ => {}
@@ -558,7 +595,7 @@ fn walk_stored_records(
         let len = usize::try_from(len)
             .map_err(|_| BatchError::InvalidRecords("negative record length"))?;
         let body = cursor.take(len)?;
-        let offset_delta = check_record_body(body)?;
+        let offset_delta = check_record_body(body)?.offset_delta;
         let increasing = previous.is_none_or(|p| offset_delta > p) && offset_delta >= 0;
         if !increasing || offset_delta > last_offset_delta {
             return Err(BatchError::OffsetDeltaMismatch {
@@ -574,9 +611,14 @@ fn walk_stored_records(
     Ok(())
 }
 
-/// Checks that `records` holds exactly `count` well-formed records and nothing else.
-fn walk_records_exact(records: &[u8], count: i32) -> Result<(), BatchError> {
-    let count = usize::try_from(count).unwrap_or(0);
+/// Checks that `records` holds exactly `header.records_count` well-formed records and nothing
+/// else, and each record against `checks` when given.
+fn walk_records_exact(
+    records: &[u8],
+    header: &BatchHeader,
+    checks: Option<&RecordChecks>,
+) -> Result<(), BatchError> {
+    let count = usize::try_from(header.records_count).unwrap_or(0);
     // Every record takes at least one byte, so a larger count cannot be honest; this keeps a
     // claim of 2^31 records from costing more than a comparison.
     if count > records.len() {
@@ -584,33 +626,64 @@ fn walk_records_exact(records: &[u8], count: i32) -> Result<(), BatchError> {
             "more records claimed than bytes present",
         ));
     }
+    let log_append_time = header.timestamp_type() == TimestampType::LogAppendTime;
+    let mut faults = Vec::new();
     let mut cursor = Cursor::new(records);
     for index in 0..count {
         let len = cursor.varint()?;
         let len = usize::try_from(len)
             .map_err(|_| BatchError::InvalidRecords("negative record length"))?;
         let body = cursor.take(len)?;
-        let offset_delta = check_record_body(body)?;
-        if usize::try_from(offset_delta).ok() != Some(index) {
+        let fields = check_record_body(body)?;
+        if usize::try_from(fields.offset_delta).ok() != Some(index) {
             return Err(BatchError::OffsetDeltaMismatch {
                 index: u32::try_from(index).unwrap_or(u32::MAX),
-                found: offset_delta,
+                found: fields.offset_delta,
+            });
+        }
+        let Some(checks) = checks else { continue };
+        let facts = RecordFacts {
+            has_key: fields.has_key,
+            // A LogAppendTime batch's records read as its maxTimestamp, as in Kafka.
+            timestamp: if log_append_time {
+                header.max_timestamp
+            } else {
+                header.base_timestamp.wrapping_add(fields.timestamp_delta)
+            },
+            offset: header
+                .base_offset
+                .wrapping_add(i64::from(fields.offset_delta)),
+        };
+        if let Some(fault) = checks.check(facts) {
+            faults.push(RecordFaultAt {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+                fault,
             });
         }
     }
     if cursor.remaining() != 0 {
         return Err(BatchError::InvalidRecords("bytes after the last record"));
     }
+    if !faults.is_empty() {
+        return Err(BatchError::RecordsRefused(faults));
+    }
     Ok(())
 }
 
-/// Checks one record's fields fill its body exactly; returns its `offsetDelta`.
-fn check_record_body(body: &[u8]) -> Result<i32, BatchError> {
+/// The fields of one record the checks use.
+struct RecordFields {
+    offset_delta: i32,
+    timestamp_delta: i64,
+    has_key: bool,
+}
+
+/// Checks one record's fields fill its body exactly; returns what the checks use.
+fn check_record_body(body: &[u8]) -> Result<RecordFields, BatchError> {
     let mut cursor = Cursor::new(body);
     cursor.take(1)?; // attributes: unused in v2
-    cursor.varlong()?; // timestampDelta
+    let timestamp_delta = cursor.varlong()?;
     let offset_delta = cursor.varint()?;
-    cursor.nullable_bytes()?; // key
+    let has_key = cursor.nullable_bytes()?; // key
     cursor.nullable_bytes()?; // value
     let headers = cursor.varint()?;
     if headers < 0 {
@@ -629,7 +702,11 @@ fn check_record_body(body: &[u8]) -> Result<i32, BatchError> {
             "record length does not match its fields",
         ));
     }
-    Ok(offset_delta)
+    Ok(RecordFields {
+        offset_delta,
+        timestamp_delta,
+        has_key,
+    })
 }
 
 /// Bounds-checked reader over record bytes.
@@ -683,14 +760,15 @@ impl<'a> Cursor<'a> {
         Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
     }
 
-    fn nullable_bytes(&mut self) -> Result<(), BatchError> {
+    /// Skips a nullable field; true when it is present (not null).
+    fn nullable_bytes(&mut self) -> Result<bool, BatchError> {
         let len = self.varint()?;
         match len {
-            -1 => Ok(()),
+            -1 => Ok(false),
             len if len < -1 => Err(BatchError::InvalidRecords("negative field length")),
             len => self
                 .take(usize::try_from(len).unwrap_or(usize::MAX))
-                .map(|_| ()),
+                .map(|_| true),
         }
     }
 }
@@ -871,7 +949,7 @@ impl Iterator for BatchScan<'_> {
         } else {
             RecordWalk::Nothing
         };
-        match check_batch(rest, usize::MAX, walk) {
+        match check_batch(rest, usize::MAX, walk, None) {
             Ok((header, total_len)) => {
                 let batch = ScannedBatch {
                     position: self.valid_end(),

@@ -29,8 +29,9 @@
 //!   actually decoded and one byte too many is [`CompressionError::TooLarge`]. A raw snappy
 //!   block declares its length up front, which is checked against the cap before anything is
 //!   allocated. zstd decodes in one pass (so no window buffer, whatever window a frame
-//!   declares) into room that starts at a guess and grows fourfold, to at most one byte past
-//!   the cap.
+//!   declares) into room of exactly the content size a single frame declares (a declaration
+//!   past the cap is refused before decoding), or else room that starts at a guess and grows
+//!   fourfold, to at most one byte past the cap.
 //! - The streaming decoders' own memory is bounded apart from the output: gzip keeps a 32 KiB
 //!   window, lz4 buffers sized by the frame's declared block size (4 MiB blocks at most).
 //! - The output buffer is the caller's: the produce path passes one per-thread scratch buffer
@@ -396,15 +397,25 @@ const ZSTD_FIRST_ROOM_RATIO: usize = 8;
 fn unzstd(compressed: &[u8], out: &mut Vec<u8>, cap: usize) -> Result<(), CompressionError> {
     // One pass into a buffer of fixed room: zstd then needs no window buffer, whatever window
     // a frame declares, and concatenated and skippable frames are handled by the library.
-    // Room starts at a guess (or what the scratch buffer already has) and grows fourfold when
-    // the output does not fit, never past `cap + 1` bytes, which tells "exactly the cap" from
-    // "more than the cap"; a large cap is never reserved just because it is allowed.
+    // Room never passes `cap + 1` bytes, which tells "exactly the cap" from "more than the
+    // cap"; a large cap is never reserved just because it is allowed.
     let limit = cap.saturating_add(1);
-    let guess = compressed
-        .len()
-        .saturating_mul(ZSTD_FIRST_ROOM_RATIO)
-        .max(READ_CHUNK_LEN);
-    let mut room = out.capacity().max(guess).min(limit);
+    let mut room = match zstd_declared_size(compressed) {
+        // One frame that says how large it is (librdkafka's are): exactly that room, so no
+        // retry. A frame whose content differs from its declaration fails to decode.
+        Some(declared) if declared > cap => return Err(CompressionError::TooLarge { cap }),
+        Some(declared) => declared,
+        // Otherwise (the Java client's streamed frames, several frames) room starts at a
+        // guess, or what the scratch buffer already has, and grows fourfold when the output
+        // does not fit.
+        None => out.capacity().max(
+            compressed
+                .len()
+                .saturating_mul(ZSTD_FIRST_ROOM_RATIO)
+                .max(READ_CHUNK_LEN),
+        ),
+    }
+    .min(limit);
     loop {
         out.clear();
         if out.capacity() < room {
@@ -420,6 +431,18 @@ fn unzstd(compressed: &[u8], out: &mut Vec<u8>, cap: usize) -> Result<(), Compre
             Err(ZstdFailure::Corrupt(reason)) => return Err(corrupt("zstd", reason)),
         }
     }
+}
+
+/// The content size a records section declares, when it is exactly one zstd frame with the
+/// size in its header; `None` otherwise (the caller then guesses).
+fn zstd_declared_size(compressed: &[u8]) -> Option<usize> {
+    use zstd::zstd_safe;
+    let declared = zstd_safe::get_frame_content_size(compressed).ok()??;
+    let frame_len = zstd_safe::find_frame_compressed_size(compressed).ok()?;
+    if frame_len != compressed.len() {
+        return None;
+    }
+    Some(usize::try_from(declared).unwrap_or(usize::MAX))
 }
 
 enum ZstdFailure {

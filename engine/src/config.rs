@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::batch::record_rules::RecordRules;
 use crate::compression::CompressionTarget;
 
 /// Which timestamp a batch carries once stored (`message.timestamp.type`).
@@ -45,6 +46,8 @@ pub struct LogConfig {
     /// (Time and size retention are `retention_age` / `retention_bytes`: a compact-only
     /// topic sets neither.)
     pub compaction: Option<crate::compaction::CompactionConfig>,
+    /// What every produced record must meet (keys on compacted topics, timestamp bounds).
+    pub record_rules: RecordRules,
 }
 
 impl Default for LogConfig {
@@ -62,6 +65,7 @@ impl Default for LogConfig {
             tail_cache_bytes: 1 << 20,
             compression: None,
             compaction: None,
+            record_rules: RecordRules::default(),
         }
     }
 }

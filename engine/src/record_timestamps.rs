@@ -10,25 +10,10 @@
 //!
 //! # Codecs
 //!
-//! The codec is `attributes` bits 0-2. What the records section (everything after the
-//! 61-byte header) holds for each:
-//!
-//! | id | codec  | records section                                                         |
-//! |----|--------|-------------------------------------------------------------------------|
-//! | 0  | none   | the records                                                             |
-//! | 1  | gzip   | a gzip stream; concatenated members read as one, as `GZIPInputStream`   |
-//! | 2  | snappy | snappy-java stream framing, or one raw snappy block (see below)         |
-//! | 3  | lz4    | LZ4 frames in the standard frame format (what magic 2 uses), in turn    |
-//! | 4  | zstd   | zstd frames, in turn; skippable frames are skipped                      |
-//!
-//! Snappy has two spellings on the wire. The Java client writes snappy-java's stream
-//! framing: the 8-byte magic `82 53 4E 41 50 50 59 00` (`\x82SNAPPY\0`), a 4-byte version and
-//! a 4-byte compatible version, then blocks of `[u32 big-endian length][raw snappy block]`
-//! (a second magic header between blocks, from concatenated streams, is skipped).
-//! librdkafka writes one raw snappy block with no framing at all. Kafka's own reader and
-//! franz-go's accept both, telling them apart by the magic, and so does this module; a raw
-//! block cannot start with the magic, because its first element would be a back-reference
-//! with nothing before it.
+//! The codec is `attributes` bits 0-2; the records section is decompressed by
+//! [`crate::compression::decompress`], the one decoder of every codec in kaas (produce
+//! validation uses it too), into this thread's scratch buffer
+//! ([`crate::compression::with_scratch`]). Its module doc describes each codec's wire format.
 //!
 //! # Records
 //!
@@ -48,18 +33,11 @@
 //!
 //! The batch's bytes came from a producer, so they are treated as hostile.
 //!
-//! - Decompressed output is capped at the caller's `max_decompressed`. The output buffer
-//!   grows with the bytes actually decoded, never past the cap, and one byte too many is
-//!   [`RecordTimesError::OutputTooLarge`]; a small compressed "bomb" stops there. A raw snappy
-//!   block declares its decompressed length up front, so that claim is checked against the
-//!   cap before anything is allocated for it.
-//! - The decoders' own working memory is bounded apart from the output: gzip keeps a 32 KiB
-//!   window; lz4 keeps buffers sized by the frame's declared block size, about 12 MiB at
-//!   most (4 MiB blocks, linked). The zstd decoder reserves the window a frame declares when
-//!   it starts the frame, so windows are accepted up to the larger of the cap and 8 MiB (the
-//!   size the zstd format asks every decoder to support; producers' windows are of that
-//!   order), and a frame declaring more is refused with [`RecordTimesError::OutputTooLarge`]
-//!   as well.
+//! - Decompressed output is capped at the caller's `max_decompressed`, as
+//!   [`crate::compression`] bounds it (output grows with the bytes decoded, never past the
+//!   cap; a raw snappy block's declared length is checked before anything is allocated; zstd
+//!   decodes in one pass, so a frame's declared window reserves nothing). One byte too many is
+//!   [`RecordTimesError::OutputTooLarge`].
 //! - `recordsCount` sizes nothing. A count that the bytes cannot hold (every record takes at
 //!   least [`MIN_RECORD_LEN`] bytes) is rejected before the walk, and the result vector starts
 //!   small and grows only with records that actually parse.
@@ -67,11 +45,10 @@
 //!   recovery have already checked it. Corruption the decoders or the record walk notice is
 //!   still an error, never a panic.
 
-use std::io::{ErrorKind, Read};
-
 use thiserror::Error;
 
 use crate::batch::{BatchError, BatchHeader, TimestampType, BATCH_HEADER_LEN};
+use crate::compression::{self, Codec, CompressionError};
 
 /// Smallest possible encoded record: a one-byte length, then attributes, timestampDelta,
 /// offsetDelta, key length, value length and header count of one byte each.
@@ -80,19 +57,6 @@ pub const MIN_RECORD_LEN: usize = 7;
 /// Records reserved up front, whatever the header claims; more space is added only as
 /// records parse.
 const INITIAL_RECORDS_CAPACITY: usize = 1024;
-
-/// Bytes moved from a streaming decoder per read.
-const READ_CHUNK_LEN: usize = 16 * 1024;
-
-/// zstd window accepted whatever the cap: the zstd format asks every decoder to support
-/// windows up to 8 MiB, and producers declare windows of that order even for small batches.
-const ZSTD_ALWAYS_ACCEPTED_WINDOW: u64 = 8 << 20;
-
-/// snappy-java's stream magic: `\x82SNAPPY\0`.
-const SNAPPY_JAVA_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
-
-/// snappy-java's stream header: the magic, a version and a compatible version (i32 each).
-const SNAPPY_JAVA_HEADER_LEN: usize = 16;
 
 /// One record's offset and timestamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +84,7 @@ pub enum RecordTimesError {
         /// The decoder's complaint.
         reason: String,
     },
-    /// Decompressing would pass the cap, or a zstd frame declares a window past the limit.
+    /// Decompressing would pass the cap.
     #[error("decompressed records exceed the cap of {cap} bytes")]
     OutputTooLarge {
         /// The cap the caller passed.
@@ -149,28 +113,27 @@ pub fn record_times(
             needed: total,
             available: batch.len(),
         })?;
-    let decompressed;
-    let records = match header.compression_id() {
-        0 => section,
-        1 => {
-            decompressed = gunzip(section, max_decompressed)?;
-            &decompressed[..]
+    let codec = Codec::from_id(header.compression_id())
+        .ok_or(RecordTimesError::UnsupportedCodec(header.compression_id()))?;
+    if codec == Codec::None {
+        return walk_records(&header, section);
+    }
+    compression::with_scratch(|records| {
+        compression::decompress(codec, section, records, max_decompressed)?;
+        walk_records(&header, records)
+    })
+}
+
+impl From<CompressionError> for RecordTimesError {
+    fn from(error: CompressionError) -> Self {
+        match error {
+            CompressionError::TooLarge { cap } => RecordTimesError::OutputTooLarge { cap },
+            CompressionError::Corrupt { codec, reason }
+            | CompressionError::Encode { codec, reason } => {
+                RecordTimesError::CorruptCompressed { codec, reason }
+            }
         }
-        2 => {
-            decompressed = unsnappy(section, max_decompressed)?;
-            &decompressed[..]
-        }
-        3 => {
-            decompressed = unlz4(section, max_decompressed)?;
-            &decompressed[..]
-        }
-        4 => {
-            decompressed = unzstd(section, max_decompressed)?;
-            &decompressed[..]
-        }
-        other => return Err(RecordTimesError::UnsupportedCodec(other)),
-    };
-    walk_records(&header, records)
+    }
 }
 
 /// The record with the largest timestamp, the first of them when several share it: Kafka's
@@ -324,190 +287,6 @@ impl<'a> FieldReader<'a> {
         }
         Ok(())
     }
-}
-
-fn corrupt(codec: &'static str, reason: impl std::fmt::Display) -> RecordTimesError {
-    RecordTimesError::CorruptCompressed {
-        codec,
-        reason: reason.to_string(),
-    }
-}
-
-/// Makes room in `out` for `additional` more bytes without letting it pass `cap`.
-///
-/// Capacity doubles as data arrives (so appends stay amortised) but is clamped at the cap,
-/// and nothing is reserved for bytes that would pass it.
-fn reserve_within_cap(
-    out: &mut Vec<u8>,
-    additional: usize,
-    cap: usize,
-) -> Result<(), RecordTimesError> {
-    let needed = out
-        .len()
-        .checked_add(additional)
-        .filter(|&needed| needed <= cap)
-        .ok_or(RecordTimesError::OutputTooLarge { cap })?;
-    if needed > out.capacity() {
-        let target = out.capacity().saturating_mul(2).max(needed).min(cap);
-        out.reserve_exact(target - out.len());
-    }
-    Ok(())
-}
-
-/// Reads `decoder` to its end, appending to `out`, and fails as soon as `out` would pass
-/// `cap` bytes.
-fn read_capped(
-    decoder: &mut impl Read,
-    out: &mut Vec<u8>,
-    cap: usize,
-    codec: &'static str,
-) -> Result<(), RecordTimesError> {
-    let mut chunk = [0u8; READ_CHUNK_LEN];
-    loop {
-        let read = match decoder.read(&mut chunk) {
-            Ok(0) => return Ok(()),
-            Ok(read) => read,
-            Err(error) if error.kind() == ErrorKind::Interrupted => continue,
-            Err(error) => return Err(corrupt(codec, error)),
-        };
-        let bytes = chunk
-            .get(..read)
-            .ok_or_else(|| corrupt(codec, "decoder reported more bytes than it was given"))?;
-        reserve_within_cap(out, bytes.len(), cap)?;
-        out.extend_from_slice(bytes);
-    }
-}
-
-fn gunzip(compressed: &[u8], cap: usize) -> Result<Vec<u8>, RecordTimesError> {
-    let mut out = Vec::new();
-    let mut decoder = flate2::bufread::MultiGzDecoder::new(compressed);
-    read_capped(&mut decoder, &mut out, cap, "gzip")?;
-    Ok(out)
-}
-
-fn unlz4(compressed: &[u8], cap: usize) -> Result<Vec<u8>, RecordTimesError> {
-    let mut out = Vec::new();
-    let mut decoder = lz4_flex::frame::FrameDecoder::new(compressed);
-    // The decoder reports end of data at the end of each frame; frames that follow are
-    // read on, as librdkafka does (producers write one frame per batch).
-    loop {
-        let before = decoder.get_ref().len();
-        read_capped(&mut decoder, &mut out, cap, "lz4")?;
-        let after = decoder.get_ref().len();
-        if after == 0 {
-            return Ok(out);
-        }
-        if after == before {
-            return Err(corrupt("lz4", "undecodable bytes after the last frame"));
-        }
-    }
-}
-
-fn unsnappy(compressed: &[u8], cap: usize) -> Result<Vec<u8>, RecordTimesError> {
-    let mut out = Vec::new();
-    if !compressed.starts_with(&SNAPPY_JAVA_MAGIC) {
-        append_snappy_block(compressed, &mut out, cap)?;
-        return Ok(out);
-    }
-    let mut rest = compressed;
-    while !rest.is_empty() {
-        if rest.starts_with(&SNAPPY_JAVA_MAGIC) {
-            // Stream header, at the start or where two streams were concatenated; its
-            // versions do not change the block format.
-            rest = rest
-                .get(SNAPPY_JAVA_HEADER_LEN..)
-                .ok_or_else(|| corrupt("snappy", "truncated snappy-java stream header"))?;
-            continue;
-        }
-        let (length, after_length) = rest
-            .split_first_chunk::<4>()
-            .ok_or_else(|| corrupt("snappy", "truncated snappy-java block length"))?;
-        let length = usize::try_from(u32::from_be_bytes(*length))
-            .map_err(|_| corrupt("snappy", "snappy-java block length overflows"))?;
-        if length > after_length.len() {
-            return Err(corrupt(
-                "snappy",
-                "snappy-java block extends past the records",
-            ));
-        }
-        let (block, after_block) = after_length.split_at(length);
-        append_snappy_block(block, &mut out, cap)?;
-        rest = after_block;
-    }
-    Ok(out)
-}
-
-/// Decodes one raw snappy block onto the end of `out`, checking the length the block
-/// declares against the cap before allocating for it.
-fn append_snappy_block(
-    block: &[u8],
-    out: &mut Vec<u8>,
-    cap: usize,
-) -> Result<(), RecordTimesError> {
-    let declared = snap::raw::decompress_len(block).map_err(|error| corrupt("snappy", error))?;
-    reserve_within_cap(out, declared, cap)?;
-    let start = out.len();
-    out.resize(start + declared, 0);
-    let written = snap::raw::Decoder::new()
-        .decompress(block, &mut out[start..])
-        .map_err(|error| corrupt("snappy", error))?;
-    if written != declared {
-        return Err(corrupt(
-            "snappy",
-            "block decoded to a length other than it declared",
-        ));
-    }
-    Ok(())
-}
-
-fn unzstd(compressed: &[u8], cap: usize) -> Result<Vec<u8>, RecordTimesError> {
-    use ruzstd::decoding::errors::{FrameDecoderError, ReadFrameHeaderError};
-    use ruzstd::decoding::{FrameDecoder, StreamingDecoder, DEFAULT_MAX_WINDOW_SIZE};
-
-    let mut out = Vec::new();
-    let mut frames = FrameDecoder::new();
-    // The decoder reserves a frame's declared window before decoding it, so the window is
-    // bounded like the output, except that the windows every decoder must support stay
-    // readable under a small cap.
-    // `clamp` cannot panic: the bounds are ordered, checked at compile time below.
-    const _: () = assert!(ZSTD_ALWAYS_ACCEPTED_WINDOW <= DEFAULT_MAX_WINDOW_SIZE);
-    let max_window = u64::try_from(cap)
-        .unwrap_or(u64::MAX)
-        .clamp(ZSTD_ALWAYS_ACCEPTED_WINDOW, DEFAULT_MAX_WINDOW_SIZE);
-    frames.set_max_window_size(max_window);
-    let mut rest = compressed;
-    while !rest.is_empty() {
-        let mut frame = match StreamingDecoder::new_with_decoder(&mut rest, &mut frames) {
-            Ok(frame) => frame,
-            Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
-                length,
-                ..
-            })) => {
-                // The skippable frame's magic and length are consumed; skip its payload.
-                let skip = usize::try_from(length).unwrap_or(usize::MAX);
-                rest = rest
-                    .get(skip..)
-                    .ok_or_else(|| corrupt("zstd", "skippable frame extends past the records"))?;
-                continue;
-            }
-            Err(FrameDecoderError::WindowSizeTooBig { .. }) => {
-                return Err(RecordTimesError::OutputTooLarge { cap });
-            }
-            Err(error) => return Err(corrupt("zstd", error)),
-        };
-        read_capped(&mut frame, &mut out, cap, "zstd")?;
-        // The streaming reader does not compare the frame's checksum; do it here.
-        let decoder = frame.into_frame_decoder();
-        if let (Some(stored), Some(computed)) = (
-            decoder.get_checksum_from_data(),
-            decoder.get_calculated_checksum(),
-        ) {
-            if stored != computed {
-                return Err(corrupt("zstd", "content checksum mismatch"));
-            }
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -67,6 +67,42 @@ impl Broker {
         panic!("broker {} never applied assignment {version}", self.id);
     }
 
+    /// SIGSTOP: the process stays, frozen, with its sockets, files and memory (a broker the
+    /// kernel paused, as a long GC pause or a stalled VM would).
+    pub fn pause(&mut self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// SIGCONT after [`Broker::pause`]: it carries on where it stopped, still believing
+    /// whatever it believed.
+    pub fn resume(&mut self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&mut self, signal: i32) {
+        let child = self.child.as_ref().expect("broker running");
+        // SAFETY: plain kill(2) on our own child's pid.
+        let sent = unsafe { libc::kill(child.id() as i32, signal) };
+        assert_eq!(sent, 0, "signal {signal} to broker {}", self.id);
+    }
+
+    /// Waits until the broker's `/healthz` shows `field` (e.g. `"partitions_open":2`), panics
+    /// after 30 s with what it showed.
+    pub fn wait_for_health(&mut self, field: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            if let Some((_, body)) = http_get(self.admin, "/healthz") {
+                if body.contains(field) {
+                    return;
+                }
+                last = body;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("broker {} never showed {field}: {last}", self.id);
+    }
+
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -97,6 +133,107 @@ impl Broker {
 
 impl Drop for Broker {
     fn drop(&mut self) {
+        // A paused process is killed by SIGKILL as well.
         self.kill9();
     }
+}
+
+/// A broker's entry in an assignment: id and Kafka port (host 127.0.0.1).
+pub fn endpoint(broker: &Broker) -> (i32, u16) {
+    (broker.id, broker.kafka.port())
+}
+
+/// Writes `assignment.json` into `cluster_dir` (atomically, with kaas-cluster-file's writer):
+/// assignment `version` of controller epoch 1 with `brokers`, one topic `topic` (a fixed
+/// topic id) whose partition `i` is led by `leaders[i]` = (broker, leader epoch), and
+/// `groups` = (group, coordinator).
+pub fn write_assignment(
+    cluster_dir: &Path,
+    version: u64,
+    brokers: &[(i32, u16)],
+    topic: &str,
+    leaders: &[(i32, i32)],
+    groups: &[(&str, i32)],
+) {
+    let brokers: Vec<String> = brokers
+        .iter()
+        .map(|(id, port)| format!(r#"{{"id": {id}, "host": "127.0.0.1", "port": {port}}}"#))
+        .collect();
+    let partitions: Vec<String> = leaders
+        .iter()
+        .map(|(leader, epoch)| format!(r#"{{"leader": {leader}, "leader_epoch": {epoch}}}"#))
+        .collect();
+    let groups: Vec<String> = groups
+        .iter()
+        .map(|(group, broker)| format!(r#""{group}": {broker}"#))
+        .collect();
+    let text = format!(
+        r#"{{"format": 1, "controller_epoch": 1, "assignment_version": {version},
+            "brokers": [{}],
+            "topics": {{"{topic}": {{"id": "ASNFZ4mrze_-3LqYdlQyEA", "partitions": {}}}}},
+            "partitions": {{"{topic}": [{}]}},
+            "consumerGroups": {{{}}}}}"#,
+        brokers.join(", "),
+        leaders.len(),
+        partitions.join(", "),
+        groups.join(", ")
+    );
+    let assignment =
+        kaas_cluster::assignment::Assignment::from_json(text.as_bytes()).expect("valid");
+    kaas_cluster_file::write_assignment(cluster_dir, &assignment).expect("write assignment.json");
+}
+
+/// Makes `private` a data directory that shares every file of the data directory `shared`
+/// (partitions, groups, producer-id blocks, the cluster id: symlinks) except
+/// `__cluster/assignment.json`, its own. A broker on it follows only the assignments written
+/// there: a broker whose view of the assignment lags for as long as the test wants, while it
+/// still writes the same volume as the others.
+pub fn lagging_view_dir(shared: &Path, private: &Path) {
+    for dir in ["topics", "groups", "__cluster/producer-id-blocks"] {
+        std::fs::create_dir_all(shared.join(dir)).expect("shared dir");
+    }
+    std::fs::create_dir_all(private.join("__cluster")).expect("private dir");
+    let cluster_id = shared.join("__cluster/cluster-id");
+    if !cluster_id.exists() {
+        std::fs::write(&cluster_id, "q83vEjRWeJCrze8SNFZ4kA").expect("cluster id");
+    }
+    for name in [
+        "topics",
+        "groups",
+        "__cluster/producer-id-blocks",
+        "__cluster/cluster-id",
+    ] {
+        std::os::unix::fs::symlink(shared.join(name), private.join(name)).expect("symlink");
+    }
+}
+
+/// tests/clients/python/cluster_moves.py (librdkafka phases of the cluster tests) against
+/// `bootstrap`, for `topic`, with the phase and its `args`.
+pub fn cluster_moves(bootstrap: &str, topic: &str, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new("python3");
+    command
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/clients/python/cluster_moves.py"
+        ))
+        .args(["--bootstrap", bootstrap])
+        .args(args)
+        .args(["--topic", topic])
+        .stdout(Stdio::piped());
+    command
+}
+
+/// Waits for a cluster_moves.py phase and asserts it passed.
+pub fn finish(child: Child, what: &str) {
+    let output = child.wait_with_output().expect("wait for python3");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("PASS"),
+        "{what} failed: {stdout}"
+    );
+}
+
+/// Runs a cluster_moves.py phase to completion and asserts it passed.
+pub fn run(mut command: std::process::Command, what: &str) {
+    finish(command.spawn().expect("spawn python3"), what);
 }

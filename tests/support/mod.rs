@@ -182,6 +182,14 @@ impl WireClient {
 
     /// Like [`WireClient::call`], but `None` when the connection fails.
     pub fn try_call<R: ApiMessage>(&mut self, version: i16, body: &R) -> Option<Response> {
+        let correlation_id = self.send(version, body)?;
+        self.receive(R::API_KEY, version, correlation_id)
+    }
+
+    /// Sends `body` at `version` without waiting for the answer (requests pipeline; read the
+    /// answers in order with [`WireClient::receive`]); its correlation id, `None` when the
+    /// connection fails.
+    pub fn send<R: ApiMessage>(&mut self, version: i16, body: &R) -> Option<i32> {
         self.correlation_id += 1;
         let header = RequestHeader {
             api_key: R::API_KEY,
@@ -192,10 +200,16 @@ impl WireClient {
         for chunk in encode_request(&header, body) {
             self.stream.write_all(&chunk).ok()?;
         }
+        Some(self.correlation_id)
+    }
+
+    /// Reads the answer to the request [`WireClient::send`] sent as `correlation_id` (API
+    /// `api_key` at `version`); `None` when the connection fails or times out.
+    pub fn receive(&mut self, api_key: i16, version: i16, correlation_id: i32) -> Option<Response> {
         let frame = self.read_frame()?;
-        let (correlation_id, response) =
-            decode_response(R::API_KEY, version, frame).expect("decodable response");
-        assert_eq!(correlation_id, self.correlation_id);
+        let (answered, response) =
+            decode_response(api_key, version, frame).expect("decodable response");
+        assert_eq!(answered, correlation_id, "answers come in request order");
         Some(response)
     }
 
@@ -260,6 +274,54 @@ impl WireClient {
             .expect("timeout");
         let mut byte = [0u8; 1];
         matches!(self.stream.read(&mut byte), Ok(0) | Err(_))
+    }
+}
+
+/// The headers of every batch of `topic`'s `partition` at the broker `client` talks to, from
+/// offset 0 to the high watermark (one fetch per round, no waiting). A stored batch keeps the
+/// producer's CRC (the base offset and leader epoch the broker stamps are outside it), so the
+/// CRC tells which batch was sent.
+pub fn fetch_batches(
+    client: &mut WireClient,
+    topic: &str,
+    partition: i32,
+) -> Vec<kaas_engine::batch::BatchHeader> {
+    use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
+    let mut headers: Vec<kaas_engine::batch::BatchHeader> = Vec::new();
+    loop {
+        let fetch_offset = headers.last().map_or(0, |h| h.next_offset());
+        let request = FetchRequest {
+            max_wait_ms: 0,
+            min_bytes: 0,
+            max_bytes: 50 << 20,
+            topics: vec![FetchTopic {
+                topic: topic.into(),
+                partitions: vec![FetchPartition {
+                    partition,
+                    fetch_offset,
+                    partition_max_bytes: 50 << 20,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let Response::Fetch(response) = client.call(12, &request) else {
+            panic!("not a fetch response")
+        };
+        let data = &response.responses[0].partitions[0];
+        assert_eq!(
+            data.error_code, 0,
+            "fetching {topic}-{partition} at {fetch_offset}"
+        );
+        let records = data.records.clone().unwrap_or_default();
+        let before = headers.len();
+        headers.extend(kaas_engine::batch::scan_batches(&records, 0).map(|b| b.header));
+        if headers.len() == before
+            || headers.last().map(|h| h.next_offset()) >= Some(data.high_watermark)
+        {
+            return headers;
+        }
     }
 }
 

@@ -8,12 +8,12 @@
 //! or breaks is redialed after a [`Backoff`] delay (reset once a stream has been opened).
 //! While no endpoint is known the client waits.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kaas_cluster::assignment::BrokerEndpoint;
-use kaas_cluster::ids::{AssignmentVersion, ControllerEpoch};
+use kaas_cluster::ids::{AssignmentVersion, ControllerEpoch, LeaderEpoch, TopicPartition};
 use kaas_proto::heartbeat::controller_message::Kind;
 use kaas_proto::heartbeat::heartbeat_client::HeartbeatClient as HeartbeatStub;
 use kaas_proto::heartbeat::{BrokerPing, ControllerMessage};
@@ -85,7 +85,7 @@ pub enum ClientState {
 /// takes as this broker's departure).
 pub struct HeartbeatClient {
     controller: watch::Sender<Option<ControllerEndpoint>>,
-    applied: Arc<AtomicU64>,
+    report: Arc<Mutex<Ping>>,
     paused: Arc<AtomicBool>,
     state: watch::Receiver<ClientState>,
     stop: Option<oneshot::Sender<()>>,
@@ -109,12 +109,11 @@ impl HeartbeatClient {
         let (controller_sender, controller_receiver) = watch::channel(controller);
         let (state_sender, state) = watch::channel(ClientState::Waiting);
         let (stop, stopped) = oneshot::channel();
-        let applied = Arc::new(AtomicU64::new(0));
+        let report = Arc::new(Mutex::new(Ping::new(broker)));
         let paused = Arc::new(AtomicBool::new(false));
         let session = Session {
-            broker,
             options,
-            applied: applied.clone(),
+            report: report.clone(),
             paused: paused.clone(),
             on_assignment_changed: Box::new(on_assignment_changed),
             state: state_sender,
@@ -123,7 +122,7 @@ impl HeartbeatClient {
         let task = tokio::spawn(session.run(controller_receiver, stopped));
         HeartbeatClient {
             controller: controller_sender,
-            applied,
+            report,
             paused,
             state,
             stop: Some(stop),
@@ -141,9 +140,17 @@ impl HeartbeatClient {
         });
     }
 
-    /// The newest assignment this broker has applied; the next pings carry it.
-    pub fn set_applied_version(&self, version: AssignmentVersion) {
-        self.applied.store(version.0, Ordering::Relaxed);
+    /// The newest assignment this broker has applied (its controller epoch and version);
+    /// the next pings carry it.
+    pub fn set_applied(&self, epoch: ControllerEpoch, version: AssignmentVersion) {
+        lock(&self.report).applied = Some((epoch, version));
+    }
+
+    /// The partitions this broker found claimed on the volume at a higher leader epoch than
+    /// it was told to lead them at (with that epoch); the next pings carry them, replacing
+    /// the previous list.
+    pub fn set_fenced(&self, fenced: Vec<(TopicPartition, LeaderEpoch)>) {
+        lock(&self.report).fenced = fenced;
     }
 
     /// Stops (or resumes) pinging while keeping the stream open, as a paused process would:
@@ -187,10 +194,17 @@ enum StreamEnd {
     Failed { opened: bool },
 }
 
+/// The ping's contents are plain values: a panic elsewhere cannot leave them half-written in
+/// a way worth refusing to ping over.
+fn lock(report: &Mutex<Ping>) -> std::sync::MutexGuard<'_, Ping> {
+    report
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 struct Session {
-    broker: BrokerEndpoint,
     options: ClientOptions,
-    applied: Arc<AtomicU64>,
+    report: Arc<Mutex<Ping>>,
     paused: Arc<AtomicBool>,
     on_assignment_changed: Box<dyn Fn(AssignmentChangedNotice) + Send + Sync>,
     state: watch::Sender<ClientState>,
@@ -251,14 +265,7 @@ impl Session {
     }
 
     fn ping(&self) -> BrokerPing {
-        Ping {
-            broker: self.broker.clone(),
-            applied_version: match self.applied.load(Ordering::Relaxed) {
-                0 => None,
-                version => Some(AssignmentVersion(version)),
-            },
-        }
-        .to_wire()
+        lock(&self.report).to_wire()
     }
 
     /// Dials `endpoint`, opens the stream and serves it until it ends.
@@ -275,9 +282,11 @@ impl Session {
         let channel = channel
             .connect_timeout(self.options.connect_timeout)
             .tcp_nodelay(true)
-            // Notices a controller host that vanished without closing the connection.
-            .http2_keep_alive_interval(interval * 2)
-            .keep_alive_timeout(interval * 3)
+            // Notices a controller host that vanished without closing the connection (a
+            // controller that dies closes it, and a new controller is a new endpoint); the
+            // floors keep a busy machine's late timers from cutting a healthy stream.
+            .http2_keep_alive_interval((interval * 2).max(Duration::from_secs(2)))
+            .keep_alive_timeout((interval * 3).max(Duration::from_secs(5)))
             .keep_alive_while_idle(true);
         let channel = match channel.connect().await {
             Ok(channel) => channel,

@@ -37,6 +37,13 @@ pub enum PingRefused {
         /// The port it sent.
         port: u32,
     },
+    /// The ping reported more fenced partitions than `MAX_FENCED_PER_PING`.
+    #[error("broker {0} reported too many fenced partitions")]
+    TooManyFenced(i32),
+    /// A fenced partition had a topic name Kafka would refuse, or a negative partition or
+    /// claim epoch.
+    #[error("broker {0} reported an impossible fenced partition")]
+    BadFencedPartition(i32),
     /// A stream's pings must all name the broker its first ping named.
     #[error("a stream opened by broker {first} sent a ping from broker {then}")]
     BrokerChanged {

@@ -5,15 +5,21 @@
 use std::time::Instant;
 
 use kaas_cluster::assignment::BrokerEndpoint;
-use kaas_cluster::ids::{AssignmentVersion, BrokerId};
+use kaas_cluster::controller::{Heartbeat, Input};
+use kaas_cluster::ids::{
+    AssignmentVersion, BrokerId, ControllerEpoch, LeaderEpoch, TopicPartition,
+};
 
 /// A connected broker as its last ping described it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrokerStatus {
     /// The broker and its advertised Kafka endpoint.
     pub broker: BrokerEndpoint,
-    /// The newest assignment it has applied (`None` before the first).
-    pub applied_version: Option<AssignmentVersion>,
+    /// The controller epoch and version of the newest assignment it has applied (`None`
+    /// before the first).
+    pub applied: Option<(ControllerEpoch, AssignmentVersion)>,
+    /// Partitions it found claimed on the volume at a higher leader epoch, with that epoch.
+    pub fenced: Vec<(TopicPartition, LeaderEpoch)>,
     /// When its last ping arrived (monotonic).
     pub last_ping: Instant,
 }
@@ -58,6 +64,109 @@ impl HeartbeatEvent {
         match self {
             HeartbeatEvent::Joined(status) | HeartbeatEvent::Pinged(status) => status.broker.id,
             HeartbeatEvent::Departed { broker, .. } => *broker,
+        }
+    }
+}
+
+impl BrokerStatus {
+    /// This status as the controller state machine's heartbeat input.
+    pub fn to_heartbeat(&self) -> Heartbeat {
+        Heartbeat {
+            broker: self.broker.clone(),
+            applied_version: self.applied.map(|(_, version)| version),
+            applied_epoch: self.applied.map(|(epoch, _)| epoch),
+            fenced: self.fenced.clone(),
+        }
+    }
+}
+
+impl HeartbeatEvent {
+    /// The controller state machine's input for this event (`Controller::step` takes it with
+    /// the event's time): a join or ping is a `Heartbeat`, a departure of either kind is a
+    /// `StreamClosed` (the controller also ages brokers out by its own clock; a stream that
+    /// stays silent is gone for it either way).
+    pub fn to_controller_input(&self) -> Input {
+        match self {
+            HeartbeatEvent::Joined(status) | HeartbeatEvent::Pinged(status) => {
+                Input::Heartbeat(status.to_heartbeat())
+            }
+            HeartbeatEvent::Departed { broker, .. } => Input::StreamClosed { broker: *broker },
+        }
+    }
+
+    /// When the server saw what the event reports (monotonic).
+    pub fn at(&self) -> Instant {
+        match self {
+            HeartbeatEvent::Joined(status) | HeartbeatEvent::Pinged(status) => status.last_ping,
+            HeartbeatEvent::Departed { at, .. } => *at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kaas_cluster::ids::TopicName;
+
+    #[test]
+    fn events_become_controller_inputs() {
+        let now = Instant::now();
+        let broker = BrokerEndpoint {
+            id: BrokerId(2),
+            host: "127.0.0.3".into(),
+            port: 9092,
+        };
+        let fenced = vec![(
+            TopicPartition::new(TopicName::new("orders").expect("name"), 1),
+            LeaderEpoch(7),
+        )];
+        let status = BrokerStatus {
+            broker: broker.clone(),
+            applied: Some((ControllerEpoch(3), AssignmentVersion(9))),
+            fenced: fenced.clone(),
+            last_ping: now,
+        };
+        let expected = Input::Heartbeat(Heartbeat {
+            broker: broker.clone(),
+            applied_version: Some(AssignmentVersion(9)),
+            applied_epoch: Some(ControllerEpoch(3)),
+            fenced,
+        });
+        assert_eq!(
+            HeartbeatEvent::Joined(status.clone()).to_controller_input(),
+            expected
+        );
+        assert_eq!(
+            HeartbeatEvent::Pinged(status.clone()).to_controller_input(),
+            expected
+        );
+        let fresh = BrokerStatus {
+            applied: None,
+            fenced: Vec::new(),
+            ..status
+        };
+        assert_eq!(
+            fresh.to_heartbeat(),
+            Heartbeat {
+                broker,
+                applied_version: None,
+                applied_epoch: None,
+                fenced: Vec::new(),
+            }
+        );
+        for reason in [Departure::StreamClosed, Departure::AgedOut] {
+            let departed = HeartbeatEvent::Departed {
+                broker: BrokerId(2),
+                reason,
+                at: now,
+            };
+            assert_eq!(
+                departed.to_controller_input(),
+                Input::StreamClosed {
+                    broker: BrokerId(2)
+                }
+            );
+            assert_eq!(departed.at(), now);
         }
     }
 }

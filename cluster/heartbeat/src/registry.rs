@@ -88,14 +88,16 @@ impl BrokerRegistry {
         }
         let status = BrokerStatus {
             broker: ping.broker,
-            applied_version: ping.applied_version,
+            applied: ping.applied,
+            fenced: ping.fenced,
             last_ping: now,
         };
         let mut replaced = None;
         let joined = match self.brokers.get_mut(&id) {
             Some(entry) if entry.stream == stream => {
                 let changed = entry.status.broker != status.broker
-                    || entry.status.applied_version != status.applied_version;
+                    || entry.status.applied != status.applied
+                    || entry.status.fenced != status.fenced;
                 let rejoin = entry.aged_out;
                 entry.status = status.clone();
                 entry.aged_out = false;
@@ -203,7 +205,7 @@ impl BrokerRegistry {
 mod tests {
     use super::*;
     use kaas_cluster::assignment::BrokerEndpoint;
-    use kaas_cluster::ids::AssignmentVersion;
+    use kaas_cluster::ids::{AssignmentVersion, ControllerEpoch};
 
     const SECOND: Duration = Duration::from_secs(1);
 
@@ -214,7 +216,8 @@ mod tests {
                 host: format!("127.0.0.{}", id + 1),
                 port: 9092,
             },
-            applied_version: (version > 0).then_some(AssignmentVersion(version)),
+            applied: (version > 0).then_some((ControllerEpoch(1), AssignmentVersion(version))),
+            fenced: Vec::new(),
         }
     }
 
@@ -238,7 +241,10 @@ mod tests {
         let next = registry.ping(s, ping(0, 4), t0 + SECOND).expect("valid");
         match next.event {
             Some(HeartbeatEvent::Pinged(status)) => {
-                assert_eq!(status.applied_version, Some(AssignmentVersion(4)));
+                assert_eq!(
+                    status.applied,
+                    Some((ControllerEpoch(1), AssignmentVersion(4)))
+                );
                 assert_eq!(status.last_ping, t0 + SECOND);
             }
             other => panic!("{other:?}"),
@@ -350,7 +356,10 @@ mod tests {
         assert!(registry.tick(later + 3 * fast).is_empty());
         match registry.tick(later + SECOND / 2).as_slice() {
             [HeartbeatEvent::Pinged(status)] => {
-                assert_eq!(status.applied_version, Some(AssignmentVersion(3)));
+                assert_eq!(
+                    status.applied,
+                    Some((ControllerEpoch(1), AssignmentVersion(3)))
+                );
                 assert_eq!(status.last_ping, later + 2 * fast);
             }
             other => panic!("{other:?}"),

@@ -29,8 +29,9 @@ use crate::event::{BrokerStatus, HeartbeatEvent};
 use crate::ping::Ping;
 use crate::registry::{BrokerRegistry, StreamId};
 
-/// The largest message a broker may send; a ping is well under 300 bytes.
-const MAX_PING_BYTES: usize = 4096;
+/// The largest message a broker may send: a ping is under 300 bytes, plus about 260 per
+/// fenced partition it reports.
+const MAX_PING_BYTES: usize = 1024 * 1024;
 /// Controller messages queued per stream before pushes to it are dropped (the broker's file
 /// poll is the backstop for a push it missed).
 const OUTBOUND_QUEUE: usize = 16;
@@ -114,8 +115,8 @@ impl HeartbeatServer {
                 .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
                 // Collects connections whose peer vanished without a FIN; the registry ages
                 // their brokers out long before this fires.
-                .http2_keepalive_interval(Some(keepalive * 5))
-                .http2_keepalive_timeout(Some(keepalive * 10))
+                .http2_keepalive_interval(Some((keepalive * 5).max(Duration::from_secs(5))))
+                .http2_keepalive_timeout(Some((keepalive * 10).max(Duration::from_secs(10))))
                 .add_service(service)
                 .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async {
                     let _ = stop_serving.await;
@@ -267,6 +268,11 @@ impl Shared {
         if state.stopped {
             return Err(Status::unavailable("the heartbeat server is stopping"));
         }
+        // A stream replaced by a newer one of its broker may still deliver a ping it had
+        // read before its reader saw the replacement: it must not take the broker back.
+        if !state.streams.contains_key(&stream) {
+            return Err(Status::aborted("replaced by a newer stream of this broker"));
+        }
         let outcome = state
             .registry
             .ping(stream, ping, Instant::now())
@@ -380,10 +386,75 @@ async fn read_pings(
             }
             Ok(None) => break,
             Err(status) => {
+                // Tell the broker why, if it is still there (an oversized ping, for one).
                 tracing::debug!(stream = stream.0, %status, "a heartbeat stream broke");
+                let _ = outbound.try_send(Err(status));
                 break;
             }
         }
     }
     shared.stream_closed(stream);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kaas_cluster::assignment::BrokerEndpoint;
+    use kaas_cluster::ids::BrokerId;
+
+    fn shared() -> (Arc<Shared>, mpsc::UnboundedReceiver<HeartbeatEvent>) {
+        let options = ServerOptions::default();
+        let (events, receiver) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                registry: BrokerRegistry::new(options.ping_interval, options.age_out_after()),
+                streams: HashMap::new(),
+                stopped: false,
+            }),
+            events,
+            next_stream: AtomicU64::new(1),
+            first_ping_within: options.age_out_after(),
+        });
+        (shared, receiver)
+    }
+
+    fn open(shared: &Shared, stream: StreamId) {
+        let (outbound, _responses) = mpsc::channel(1);
+        let (stop, _stopped) = oneshot::channel();
+        shared.lock().streams.insert(
+            stream,
+            StreamHandle {
+                outbound,
+                _stop: stop,
+            },
+        );
+    }
+
+    #[test]
+    fn a_replaced_streams_late_ping_does_not_take_the_broker_back() {
+        let (shared, mut events) = shared();
+        let ping = Ping::new(BrokerEndpoint {
+            id: BrokerId(1),
+            host: "127.0.0.2".into(),
+            port: 9092,
+        })
+        .to_wire();
+        let (old, new) = (StreamId(1), StreamId(2));
+        open(&shared, old);
+        open(&shared, new);
+        shared.ping(old, &ping).expect("joins");
+        shared.ping(new, &ping).expect("replaces");
+        assert!(!shared.lock().streams.contains_key(&old));
+        let late = shared.ping(old, &ping).expect_err("the old stream is gone");
+        assert_eq!(late.code(), tonic::Code::Aborted);
+        assert_eq!(shared.lock().registry.connected_streams(), vec![new]);
+        let joins = std::iter::from_fn(|| events.try_recv().ok())
+            .filter(|event| matches!(event, HeartbeatEvent::Joined(_)))
+            .count();
+        assert_eq!(joins, 2);
+        // Its reader then ends: no departure, the broker stays on the new stream.
+        shared.stream_closed(old);
+        assert!(events.try_recv().is_err());
+        assert_eq!(shared.lock().registry.connected().len(), 1);
+    }
 }

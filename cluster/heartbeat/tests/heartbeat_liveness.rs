@@ -1,13 +1,15 @@
 //! The controller's view of brokers over real tonic on loopback: pings arrive with their
 //! fields, a stream that closes is a departure at once, a silent stream ages out (and comes
-//! back on a ping), malformed pings end their stream, and a broker's new stream replaces its
-//! old one.
+//! back on a ping), malformed, oversized and missing pings end their stream, and a broker's
+//! new stream replaces its old one.
 
 mod support;
 
 use std::time::Duration;
 
-use kaas_cluster::ids::{AssignmentVersion, BrokerId};
+use kaas_cluster::ids::{
+    AssignmentVersion, BrokerId, ControllerEpoch, LeaderEpoch, TopicName, TopicPartition,
+};
 use kaas_cluster_heartbeat::{
     ClientState, Departure, HeartbeatClient, HeartbeatEvent, HeartbeatServer, Ping,
 };
@@ -23,7 +25,7 @@ fn loopback() -> std::net::SocketAddr {
 }
 
 #[tokio::test]
-async fn pings_arrive_with_the_broker_endpoint_and_applied_version() {
+async fn pings_arrive_with_the_broker_endpoint_applied_assignment_and_fences() {
     let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(50))
         .await
         .expect("bind");
@@ -36,30 +38,35 @@ async fn pings_arrive_with_the_broker_endpoint_and_applied_version() {
     match next_event(&mut events).await {
         HeartbeatEvent::Joined(status) => {
             assert_eq!(status.broker, broker(3));
-            assert_eq!(status.applied_version, None);
+            assert_eq!(status.applied, None);
+            assert!(status.fenced.is_empty());
         }
         other => panic!("expected a join, got {other:?}"),
     }
-    client.set_applied_version(AssignmentVersion(7));
-    let mut pings = 0;
+    let applied = (ControllerEpoch(2), AssignmentVersion(7));
+    let fenced = vec![(
+        TopicPartition::new(TopicName::new("orders").expect("name"), 4),
+        LeaderEpoch(11),
+    )];
+    client.set_fenced(fenced.clone());
+    client.set_applied(applied.0, applied.1);
     loop {
         match next_event(&mut events).await {
             HeartbeatEvent::Pinged(status) => {
-                pings += 1;
                 assert_eq!(status.broker, broker(3));
-                if status.applied_version == Some(AssignmentVersion(7)) {
+                if status.applied == Some(applied) {
+                    assert_eq!(status.fenced, fenced);
                     break;
                 }
-                assert_eq!(status.applied_version, None);
             }
             other => panic!("expected pings, got {other:?}"),
         }
     }
-    assert!(pings >= 1);
     let connected = server.connected();
     assert_eq!(connected.len(), 1);
     assert_eq!(connected[0].broker, broker(3));
-    assert_eq!(connected[0].applied_version, Some(AssignmentVersion(7)));
+    assert_eq!(connected[0].applied, Some(applied));
+    assert_eq!(connected[0].fenced, fenced);
     client.stop().await;
     server.shutdown().await;
 }
@@ -97,7 +104,7 @@ async fn a_dropped_client_departs_at_once() {
 
 #[tokio::test]
 async fn a_silent_client_ages_out_and_rejoins_on_the_same_stream() {
-    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(3))
+    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(5))
         .await
         .expect("bind");
     let client = HeartbeatClient::spawn(
@@ -174,29 +181,26 @@ async fn malformed_pings_end_their_stream() {
         .await
         .expect("bind");
     let mut bad_pings = Vec::new();
-    let mut negative = Ping {
-        broker: broker(0),
-        applied_version: None,
-    }
-    .to_wire();
+    let mut negative = Ping::new(broker(0)).to_wire();
     negative.broker_id = -1;
     bad_pings.push(negative);
-    let mut no_endpoint = Ping {
-        broker: broker(0),
-        applied_version: None,
-    }
-    .to_wire();
+    let mut no_endpoint = Ping::new(broker(0)).to_wire();
     no_endpoint.endpoint = None;
     bad_pings.push(no_endpoint);
-    let mut port_zero = Ping {
-        broker: broker(0),
-        applied_version: None,
-    }
-    .to_wire();
+    let mut port_zero = Ping::new(broker(0)).to_wire();
     if let Some(endpoint) = port_zero.endpoint.as_mut() {
         endpoint.port = 0;
     }
     bad_pings.push(port_zero);
+    let mut bad_fence = Ping::new(broker(0)).to_wire();
+    bad_fence
+        .fenced
+        .push(kaas_proto::heartbeat::FencedPartition {
+            topic: "no/slashes".into(),
+            partition: 0,
+            claim_epoch: 1,
+        });
+    bad_pings.push(bad_fence);
     for bad in bad_pings {
         let (pings, mut inbound) = raw_stream(&server).await;
         pings.send(bad.clone()).await.expect("send");
@@ -210,13 +214,7 @@ async fn malformed_pings_end_their_stream() {
     // A stream that changes broker: it joined as broker 4, so it departs.
     let (pings, mut inbound) = raw_stream(&server).await;
     pings
-        .send(
-            Ping {
-                broker: broker(4),
-                applied_version: None,
-            }
-            .to_wire(),
-        )
+        .send(Ping::new(broker(4)).to_wire())
         .await
         .expect("send");
     match next_change(&mut events).await {
@@ -224,13 +222,7 @@ async fn malformed_pings_end_their_stream() {
         other => panic!("expected a join, got {other:?}"),
     }
     pings
-        .send(
-            Ping {
-                broker: broker(5),
-                applied_version: None,
-            }
-            .to_wire(),
-        )
+        .send(Ping::new(broker(5)).to_wire())
         .await
         .expect("send");
     assert_eq!(
@@ -255,11 +247,7 @@ async fn a_brokers_new_stream_replaces_its_old_one() {
     let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(1000))
         .await
         .expect("bind");
-    let ping = Ping {
-        broker: broker(6),
-        applied_version: None,
-    }
-    .to_wire();
+    let ping = Ping::new(broker(6)).to_wire();
     let (old_pings, mut old_inbound) = raw_stream(&server).await;
     old_pings.send(ping.clone()).await.expect("send");
     assert!(matches!(
@@ -292,6 +280,60 @@ async fn a_brokers_new_stream_replaces_its_old_one() {
             assert_eq!(reason, Departure::StreamClosed);
         }
         other => panic!("expected a departure, got {other:?}"),
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn oversized_and_missing_first_pings_end_the_stream_and_the_server_keeps_serving() {
+    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(5))
+        .await
+        .expect("bind");
+    // More than the 1 MiB a ping may take: refused before it is decoded.
+    let mut huge = Ping::new(broker(0)).to_wire();
+    let topic = "t".repeat(249);
+    huge.fenced = (0..5000)
+        .map(|partition| kaas_proto::heartbeat::FencedPartition {
+            topic: topic.clone(),
+            partition,
+            claim_epoch: 1,
+        })
+        .collect();
+    let (pings, mut inbound) = raw_stream(&server).await;
+    pings.send(huge).await.expect("send");
+    let status = stream_error(&mut inbound).await;
+    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+    // A stream that never pings is closed once the age-out time has passed.
+    let (_silent_pings, mut silent) = raw_stream(&server).await;
+    let status = stream_error(&mut silent).await;
+    assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+    assert!(events.try_recv().is_err(), "neither stream made an event");
+    // The server still serves well-behaved brokers.
+    let client = HeartbeatClient::spawn(
+        broker(1),
+        Some(endpoint_of(server.local_addr())),
+        client_options(),
+        |_| {},
+    );
+    match next_change(&mut events).await {
+        HeartbeatEvent::Joined(status) => assert_eq!(status.broker, broker(1)),
+        other => panic!("expected a join, got {other:?}"),
+    }
+    client.stop().await;
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_port_in_use_is_a_bind_error() {
+    let (server, _events) = HeartbeatServer::bind(loopback(), server_options(5))
+        .await
+        .expect("bind");
+    match HeartbeatServer::bind(server.local_addr(), server_options(5)).await {
+        Err(kaas_cluster_heartbeat::HeartbeatError::Bind { address, source }) => {
+            assert_eq!(address, server.local_addr());
+            assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse);
+        }
+        Ok(_) => panic!("a second server bound {}", server.local_addr()),
     }
     server.shutdown().await;
 }

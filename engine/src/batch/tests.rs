@@ -661,3 +661,84 @@ fn test_recompression_refuses_what_validation_refuses() {
         Err(BatchError::CrcMismatch { .. })
     ));
 }
+
+mod produced_records_meet_the_topic_rules {
+    use super::*;
+    use crate::batch::record_rules::{RecordChecks, RecordFault, RecordFaultAt, RecordRules};
+    use crate::config::TimestampType as TopicTimestampType;
+
+    /// `sample()`'s records are stamped 1_700_000_000_000; the clock is an hour and a second
+    /// later.
+    const NOW: i64 = 1_700_000_000_000 + 3_601_000;
+
+    fn checks(keys_required: bool, before_max_ms: i64) -> RecordChecks {
+        RecordChecks {
+            rules: RecordRules {
+                keys_required,
+                timestamp_before_max_ms: before_max_ms,
+                ..RecordRules::default()
+            },
+            timestamp_type: TopicTimestampType::CreateTime,
+            now_ms: NOW,
+        }
+    }
+
+    #[test]
+    fn every_keyless_record_is_named_in_every_codec() {
+        for batch in [sample(), compressed(Codec::Lz4), compressed(Codec::Zstd)] {
+            assert_eq!(
+                validate_produced_batches(&batch, MAX, &checks(true, i64::MAX)),
+                Err(BatchError::RecordsRefused(vec![RecordFaultAt {
+                    index: 1,
+                    fault: RecordFault::MissingKey,
+                }]))
+            );
+            assert!(validate_produced_batches(&batch, MAX, &checks(false, i64::MAX)).is_ok());
+        }
+    }
+
+    #[test]
+    fn old_records_are_named_with_their_offset_and_the_bounds() {
+        let refused =
+            validate_produced_batches(&compressed(Codec::Gzip), MAX, &checks(false, 3_600_000));
+        let Err(BatchError::RecordsRefused(faults)) = refused else {
+            panic!("{refused:?}");
+        };
+        assert_eq!(faults.len(), 3);
+        assert_eq!(
+            faults[2],
+            RecordFaultAt {
+                index: 2,
+                fault: RecordFault::TimestampOutOfRange {
+                    timestamp: 1_700_000_000_000,
+                    offset: 2,
+                    earliest: NOW - 3_600_000,
+                    latest: NOW.wrapping_add(i64::MAX),
+                },
+            }
+        );
+        // The key is reported instead of the timestamp for the keyless record.
+        let refused = validate_produced_batches(&sample(), MAX, &checks(true, 3_600_000));
+        let Err(BatchError::RecordsRefused(faults)) = refused else {
+            panic!("{refused:?}");
+        };
+        assert_eq!(faults[1].fault, RecordFault::MissingKey);
+        assert!(matches!(
+            faults[0].fault,
+            RecordFault::TimestampOutOfRange { .. }
+        ));
+    }
+
+    #[test]
+    fn a_malformed_record_fails_the_batch_whatever_came_before() {
+        // The last byte of the last record's header count becomes 1: a header that is not
+        // there. Record 1 is keyless, but the malformed record decides the answer.
+        let mut batch = sample();
+        let last = batch.len() - 1;
+        patch(&mut batch, last, &[2]);
+        assert!(matches!(
+            validate_produced_batches(&batch, MAX, &checks(true, i64::MAX)),
+            Err(BatchError::InvalidRecords(_))
+        ));
+    }
+}

@@ -9,7 +9,8 @@
 //! - A tombstone that is kept keeps its batch's delete horizon: a batch holding a tombstone
 //!   and no horizon yet gets `now + delete.retention.ms` as its base timestamp with
 //!   attribute bit 6 set (KIP-534, what Kafka writes); once the horizon has passed, its
-//!   tombstones are dropped.
+//!   tombstones are dropped. A batch written again with no tombstone left loses the flag
+//!   (its base timestamp stays, so the records' timestamps still add up).
 //! - A batch that keeps records is written again with the same base offset,
 //!   `lastOffsetDelta`, producer id, epoch and base sequence, leader epoch and codec (records
 //!   decompressed, filtered and compressed again); each record keeps its bytes (and its
@@ -141,6 +142,10 @@ pub fn filter_batch(
     let mut attributes = header.attributes;
     if new_horizon.is_some() {
         attributes |= DELETE_HORIZON_MASK;
+    } else if !kept_tombstone {
+        // No tombstone left to expire: the horizon no longer means anything (the base
+        // timestamp stays, so the records' timestamp deltas still add up).
+        attributes &= !DELETE_HORIZON_MASK;
     }
     let rewritten = BatchHeader {
         batch_length: i32::try_from(out.len() - LOG_OVERHEAD).map_err(|_| {

@@ -96,6 +96,53 @@ fn output_is_capped_at_exactly_the_cap() {
     }
 }
 
+/// A zstd frame of one raw block holding `payload`, declaring `declared` as its content size
+/// (an 8-byte field), with no checksum.
+fn zstd_frame_declaring(declared: u64, payload: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0x28, 0xb5, 0x2f, 0xfd]; // magic
+    frame.push(0b1110_0000); // descriptor: 8-byte content size, single segment, no checksum
+    frame.extend_from_slice(&declared.to_le_bytes());
+    let block_header = ((payload.len() as u32) << 3) | 1; // raw block, the last one
+    frame.extend_from_slice(&block_header.to_le_bytes()[..3]);
+    frame.extend_from_slice(payload);
+    frame
+}
+
+#[test]
+fn a_zstd_frame_is_decoded_into_the_room_it_declares() {
+    let mut out = Vec::new();
+    decompress(
+        Codec::Zstd,
+        &zstd_frame_declaring(5, b"hello"),
+        &mut out,
+        1 << 20,
+    )
+    .unwrap();
+    assert_eq!(out, b"hello");
+    assert_eq!(out.capacity(), 5, "exactly the declared room, no guess");
+
+    // A declaration past the cap is refused before anything is reserved for it.
+    let mut out = Vec::new();
+    let claim = zstd_frame_declaring(1 << 40, b"hello");
+    assert_eq!(
+        decompress(Codec::Zstd, &claim, &mut out, 1 << 20),
+        Err(CompressionError::TooLarge { cap: 1 << 20 })
+    );
+    assert_eq!(out.capacity(), 0);
+
+    // A declaration that does not match the content is corrupt, either way.
+    for declared in [4, 6] {
+        let lie = zstd_frame_declaring(declared, b"hello");
+        assert!(
+            matches!(
+                decompress(Codec::Zstd, &lie, &mut Vec::new(), 1 << 20),
+                Err(CompressionError::Corrupt { codec: "zstd", .. })
+            ),
+            "declared {declared}"
+        );
+    }
+}
+
 #[test]
 fn garbage_is_an_error_in_every_codec() {
     let garbage = b"\x1f\x8b\x28\xb5\x2f\xfd\x04\x22\x4d\x18 no codec wrote this".to_vec();

@@ -13,6 +13,9 @@ use crate::batch::{
 };
 
 const CAP: usize = 64 << 20;
+/// snappy-java's stream magic and header length (magic, version, compatible version).
+const SNAPPY_JAVA_MAGIC: [u8; 8] = [0x82, b'S', b'N', b'A', b'P', b'P', b'Y', 0];
+const SNAPPY_JAVA_HEADER_LEN: usize = 16;
 const BASE_TIMESTAMP: i64 = 1_700_000_000_000;
 
 /// How a test compresses a records section.
@@ -72,9 +75,7 @@ impl Codec {
                 encoder.write_all(data).unwrap();
                 encoder.finish().unwrap()
             }
-            Codec::Zstd => {
-                ruzstd::encoding::compress_to_vec(data, ruzstd::encoding::CompressionLevel::Fastest)
-            }
+            Codec::Zstd => zstd::bulk::compress(data, 1).unwrap(),
         }
     }
 }
@@ -499,12 +500,21 @@ fn a_small_zstd_rle_frame_stops_at_the_cap() {
 }
 
 #[test]
-fn a_zstd_window_past_the_limit_is_refused() {
+fn a_zstd_frame_declaring_a_huge_window_reserves_nothing() {
+    // zstd decodes in one pass into the capped output, so the window a frame declares costs
+    // nothing: 128 MiB under a 16 MiB cap decodes (its 128 KiB of zeros are not records).
     let mut frame = zstd_rle_bomb(1);
-    frame[5] = 30 << 3; // window 2^40
-    assert_capped(4, &frame, 1 << 20);
-    frame[5] = 17 << 3; // window 128 MiB: past a 16 MiB cap, past 8 MiB
-    assert_capped(4, &frame, 16 << 20);
+    frame[5] = 17 << 3; // window 2^27 = 128 MiB
+    assert!(matches!(
+        record_times(&batch_with_raw_section(4, &frame), 16 << 20),
+        Err(RecordTimesError::MalformedRecords(_))
+    ));
+    // A window past what the format allows (2^40; libzstd stops at 2^31) is corrupt data.
+    frame[5] = 30 << 3;
+    assert!(matches!(
+        record_times(&batch_with_raw_section(4, &frame), 1 << 20),
+        Err(RecordTimesError::CorruptCompressed { codec: "zstd", .. })
+    ));
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The broker runtime: shards, connections, routing, topics, and the cluster view.
 
+pub mod append_turns;
 pub mod cluster_view;
 pub mod config;
 pub mod connection;

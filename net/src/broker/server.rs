@@ -325,6 +325,7 @@ async fn run_shard(start: ShardStart) {
         producer_ids,
         open_epochs: Default::default(),
         fenced_closes: Default::default(),
+        append_turns: Default::default(),
     });
     if let Some(cluster) = &cluster {
         // Nothing is served until the first assignment is accepted.

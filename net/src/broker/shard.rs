@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use kaas_engine::{EngineError, LogConfig, LogManager, PartitionId, PartitionLog, Storage};
 
+use crate::broker::append_turns::AppendTurns;
 use crate::broker::cluster_view::{Leadership, ViewHandle};
 use crate::broker::config::BrokerConfig;
 use crate::broker::metrics::ShardMetrics;
@@ -45,6 +46,8 @@ pub struct Shard {
     /// seen by the takeover driver (shard 0 only; see
     /// [`crate::broker::shard_commands::forget_fenced`]).
     pub fenced_closes: RefCell<Vec<FencedClose>>,
+    /// Appends reach each partition in the order their requests arrived.
+    pub append_turns: AppendTurns,
 }
 
 impl Shard {
@@ -140,3 +143,6 @@ impl Shard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

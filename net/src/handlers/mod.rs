@@ -49,6 +49,7 @@ pub mod sync_group;
 use std::future::Future;
 use std::rc::Rc;
 
+use kaas_engine::batch::record_rules::RecordFault;
 use kaas_engine::batch::BatchError;
 use kaas_engine::compression::CompressionError;
 use kaas_engine::producer_state::ProducerStateError;
@@ -104,6 +105,16 @@ pub fn batch_error_code(error: &BatchError) -> ErrorCode {
         | BatchError::OffsetDeltaMismatch { .. }
         | BatchError::ControlBatch
         | BatchError::MissingSequence { .. } => ErrorCode::InvalidRecord,
+        BatchError::RecordsRefused(faults) => {
+            let timestamps = faults
+                .iter()
+                .any(|at| matches!(at.fault, RecordFault::TimestampOutOfRange { .. }));
+            if timestamps {
+                ErrorCode::InvalidTimestamp
+            } else {
+                ErrorCode::InvalidRecord
+            }
+        }
     }
 }
 

@@ -6,7 +6,10 @@
 //! producer's bytes; a topic whose `compression.type` names a codec has its batches
 //! re-encoded in that codec first, on the owner shard. A refused batch gets the code Apache
 //! Kafka gives for its fault ([`crate::handlers::batch_error_code`]), an error message, and
-//! for a record that breaks a per-record rule the record's index in `record_errors`.
+//! for a record that breaks a per-record rule the record's index in `record_errors`
+//! ([`record_errors`] words the topic rules' answers: keys on compacted topics, timestamps).
+
+mod record_errors;
 
 use std::rc::Rc;
 
@@ -138,12 +141,18 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
 }
 
 /// Appends every batch for this shard's partitions, then waits for all their flushes together
-/// (one group commit per partition covers them).
+/// (one group commit per partition covers them). Each partition is appended in its turn
+/// ([`crate::broker::append_turns`]), taken here before the first await.
 async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usize, Output)> {
+    let tickets: Vec<_> = items
+        .iter()
+        .map(|item| shard.append_turns.take(&item.id))
+        .collect();
     let now = now_ms();
     let mut appended = Vec::with_capacity(items.len());
     let mut outputs = Vec::with_capacity(items.len());
-    for item in items {
+    // Each ticket is dropped at the end of its iteration, once its batch is in the log.
+    for (item, ticket) in items.into_iter().zip(tickets) {
         let recompressed = match item.input.config.compression {
             Some(target) => recompress_batches(
                 &item.input.records,
@@ -156,14 +165,16 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
             Ok(Some(rewritten)) => Bytes::from(rewritten),
             Ok(None) => item.input.records,
             Err(error) => {
-                outputs.push((item.slot, failure(&EngineError::InvalidBatch(error))));
+                let error = EngineError::InvalidBatch(error);
+                outputs.push((item.slot, failure(&item.id, &error)));
                 continue;
             }
         };
+        ticket.turn().await;
         let log = match shard.log(&item.id, item.input.config).await {
             Ok(log) => log,
             Err(error) => {
-                outputs.push((item.slot, failure(&error)));
+                outputs.push((item.slot, failure(&item.id, &error)));
                 continue;
             }
         };
@@ -196,7 +207,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
             }
             Err(error) => {
                 shard.give_up_if_fenced(&item.id);
-                outputs.push((item.slot, failure(&error)))
+                outputs.push((item.slot, failure(&item.id, &error)))
             }
         }
     }
@@ -209,7 +220,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                     // A newer claim on the volume: answered NOT_LEADER_OR_FOLLOWER, and
                     // the partition is given up on this shard.
                     shard.give_up_if_fenced(&id);
-                    (slot, failure(&error))
+                    (slot, failure(&id, &error))
                 }
             }
         }
@@ -234,23 +245,28 @@ fn holds_more_than_one_batch(records: &[u8]) -> bool {
         .is_some_and(|total| records.len() > total)
 }
 
-fn failure(error: &EngineError) -> Output {
-    // KIP-467: a per-record rule names the record that broke it.
-    let record_errors = match error {
-        EngineError::InvalidBatch(batch @ BatchError::OffsetDeltaMismatch { index, .. }) => {
-            vec![BatchIndexAndErrorMessage {
-                batch_index: i32::try_from(*index).unwrap_or(i32::MAX),
-                batch_index_error_message: Some(batch.to_string()),
-            }]
-        }
-        _ => Vec::new(),
-    };
-    Output {
-        error: Some(error_code(error)),
-        message: Some(error.to_string()),
+fn failure(partition: &PartitionId, error: &EngineError) -> Output {
+    let refused = |code: ErrorCode, message: String, record_errors| Output {
+        error: Some(code),
+        message: Some(message),
         record_errors,
         base_offset: -1,
         log_append_time: -1,
         log_start_offset: -1,
+    };
+    match error {
+        // KIP-467: a per-record rule names the record that broke it.
+        EngineError::InvalidBatch(BatchError::RecordsRefused(faults)) => {
+            let (code, message, record_errors) = record_errors::refusal(partition, faults);
+            refused(code, message, record_errors)
+        }
+        EngineError::InvalidBatch(batch @ BatchError::OffsetDeltaMismatch { index, .. }) => {
+            let record_errors = vec![BatchIndexAndErrorMessage {
+                batch_index: i32::try_from(*index).unwrap_or(i32::MAX),
+                batch_index_error_message: Some(batch.to_string()),
+            }];
+            refused(error_code(error), error.to_string(), record_errors)
+        }
+        _ => refused(error_code(error), error.to_string(), Vec::new()),
     }
 }

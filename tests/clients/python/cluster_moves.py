@@ -15,7 +15,7 @@ verify: reads every partition from the start and checks that every acknowledged 
 there exactly once at its acknowledged offset, nothing else is there, and offsets are dense.
 consume: consumes R records in group G, committing each synchronously; prints and writes to
 FILE the committed positions. With --check it instead reads the group's committed offsets
-and fails unless they are at least FILE's.
+and fails unless they are at least FILE's and at most the partition's end.
 Each phase prints PASS or FAIL <reason> and exits 0 or 1; every wait is bounded.
 """
 
@@ -110,11 +110,18 @@ def consume(args):
             want = {int(p): int(o) for p, o in (line.split() for line in committed)}
         parts = [TopicPartition(args.topic, p) for p in want]
         got = {tp.partition: tp.offset for tp in consumer.committed(parts, timeout=30)}
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(args.topic, p), timeout=30)[1]
+                for p in want}
         consumer.close()
         for partition, offset in want.items():
             if got.get(partition, -1) < offset:
                 fail("consume --check: partition %d committed %s, expected %d" %
                      (partition, got.get(partition), offset))
+            # No consumer commits past the end of the log: such an offset was written by
+            # something else (a stale coordinator).
+            if got[partition] > ends[partition]:
+                fail("consume --check: partition %d committed %d past its end %d" %
+                     (partition, got[partition], ends[partition]))
         print("PASS committed %s" % sorted(got.items()), flush=True)
         return
     consumer.subscribe([args.topic])

@@ -25,7 +25,8 @@ pub fn broker(id: i32) -> BrokerEndpoint {
     }
 }
 
-/// Pings every 200 ms; aging out after `missed_pings` of them.
+/// Pings every 200 ms; aging out after `missed_pings` of them (5 at least where a test must
+/// not see a healthy broker age out on a busy machine).
 pub fn server_options(missed_pings: u32) -> ServerOptions {
     ServerOptions {
         ping_interval: Duration::from_millis(200),

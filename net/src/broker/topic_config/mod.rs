@@ -9,6 +9,7 @@ pub mod value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kaas_engine::batch::record_rules::RecordRules;
 use kaas_engine::{LogConfig, TimestampType};
 
 pub use compression::{CompressionType, TopicCompression};
@@ -214,6 +215,12 @@ impl TopicConfig {
             },
             index_interval_bytes: self.number("index.interval.bytes", defaults).max(1) as u64,
             compression: self.compression().engine_target(),
+            record_rules: RecordRules {
+                keys_required: value::list_items(&self.value("cleanup.policy", defaults))
+                    .contains(&"compact"),
+                timestamp_before_max_ms: self.number("message.timestamp.before.max.ms", defaults),
+                timestamp_after_max_ms: self.number("message.timestamp.after.max.ms", defaults),
+            },
             ..LogConfig::default()
         }
     }

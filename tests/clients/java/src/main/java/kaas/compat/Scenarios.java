@@ -59,6 +59,7 @@ public final class Scenarios {
         SCENARIOS.put("admin-reassignments", AdminApis::reassignments);
         SCENARIOS.put("admin-producers", AdminApis::producers);
         SCENARIOS.put("offsets-topic", OffsetsTopic::offsetsTopic);
+        SCENARIOS.put("record-rules", RecordRules::recordRules);
     }
 
     public static void main(String[] args) {

@@ -1,0 +1,132 @@
+//! Idempotent de-duplication across a takeover: an idempotent producer's batches acknowledged
+//! by the old leader, sent again to the new leader after the partition moved (a producer that
+//! never saw the acknowledgements retries them), are answered with success at their original
+//! offsets and not stored a second time, because the new leader rebuilt the producers' state
+//! from the partition's files when it claimed the partition at its new epoch. The next
+//! sequence continues at the next offset, and a sequence gap is refused. Two real `kaas`
+//! processes on one data directory; the test writes the assignment.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use kaas_engine::batch::encode_batch_for_tests;
+use kaas_net::protocol::messages::init_producer_id::InitProducerIdRequest;
+use kaas_net::protocol::Response;
+use support::cluster::{endpoint, write_assignment, Broker};
+use support::{fetch_batches, WireClient};
+
+const TOPIC: &str = "payments";
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+
+/// An idempotent batch of two records of `producer_id` (epoch 0) from `sequence`.
+fn batch(producer_id: i64, sequence: i32) -> Vec<u8> {
+    let first = format!("s{sequence}-a");
+    let second = format!("s{sequence}-b");
+    encode_batch_for_tests(
+        &[
+            (None, Some(first.as_bytes())),
+            (None, Some(second.as_bytes())),
+        ],
+        1_700_000_000_000,
+        producer_id,
+        0,
+        sequence,
+    )
+}
+
+/// (error code, base offset) of producing `records` to partition 0 through `client`.
+fn produce(client: &mut WireClient, records: Vec<u8>) -> (i16, i64) {
+    let answer = client.produce(TOPIC, vec![(0, records)]);
+    (answer[0].1, answer[0].2)
+}
+
+/// Like [`produce`], retrying while the leader is still opening the partition.
+fn produce_when_open(client: &mut WireClient, records: Vec<u8>) -> (i16, i64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = produce(client, records.clone());
+        if answer.0 != NOT_LEADER_OR_FOLLOWER || Instant::now() > deadline {
+            return answer;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_batch_the_old_leader_acknowledged_is_not_stored_again_by_the_new_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().to_path_buf();
+    std::fs::create_dir_all(data.join("__cluster")).expect("cluster dir");
+    let mut brokers: Vec<Broker> = (0..2).map(|id| Broker::new(id, &data)).collect();
+    let all: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
+    let cluster_dir = data.join("__cluster");
+    write_assignment(&cluster_dir, 1, &all, TOPIC, &[(0, 1)], &[]);
+    for broker in &mut brokers {
+        broker.start();
+    }
+    for broker in &mut brokers {
+        broker.wait_for_version(1);
+    }
+
+    let mut old_leader = WireClient::connect(brokers[0].kafka);
+    let Response::InitProducerId(init) = old_leader.call(
+        4,
+        &InitProducerIdRequest {
+            transactional_id: None,
+            transaction_timeout_ms: 60_000,
+            ..Default::default()
+        },
+    ) else {
+        panic!("not an InitProducerId answer")
+    };
+    assert_eq!(init.error_code, 0);
+    let producer_id = init.producer_id;
+    assert_eq!(init.producer_epoch, 0);
+    // Sequences 0, 2, 4 (two records each) at offsets 0, 2, 4 on the old leader.
+    for (sequence, offset) in [(0, 0), (2, 2), (4, 4)] {
+        assert_eq!(
+            produce_when_open(&mut old_leader, batch(producer_id, sequence)),
+            (0, offset),
+            "sequence {sequence} on the old leader"
+        );
+    }
+
+    // The partition moves to broker 1 at leader epoch 2.
+    write_assignment(&cluster_dir, 2, &all, TOPIC, &[(1, 2)], &[]);
+    brokers[0].wait_for_version(2);
+    brokers[1].wait_for_version(2);
+    let mut new_leader = WireClient::connect(brokers[1].kafka);
+    // The retries of what the old leader acknowledged: success, original offsets.
+    assert_eq!(
+        produce_when_open(&mut new_leader, batch(producer_id, 4)),
+        (0, 4),
+        "the last acknowledged batch, retried"
+    );
+    assert_eq!(
+        produce(&mut new_leader, batch(producer_id, 2)),
+        (0, 2),
+        "an earlier acknowledged batch, retried"
+    );
+    // The producer carries on where it was; a gap is refused.
+    assert_eq!(produce(&mut new_leader, batch(producer_id, 6)), (0, 6));
+    assert_eq!(
+        produce(&mut new_leader, batch(producer_id, 10)).0,
+        OUT_OF_ORDER_SEQUENCE_NUMBER
+    );
+
+    let stored = fetch_batches(&mut new_leader, TOPIC, 0);
+    let layout: Vec<(i64, i32, i32)> = stored
+        .iter()
+        .map(|h| (h.base_offset, h.base_sequence, h.partition_leader_epoch))
+        .collect();
+    assert_eq!(
+        layout,
+        vec![(0, 0, 1), (2, 2, 1), (4, 4, 1), (6, 6, 2)],
+        "each batch once: (offset, sequence, leader epoch)"
+    );
+    for broker in &mut brokers {
+        broker.terminate();
+    }
+}
