@@ -25,7 +25,7 @@ fn topic(name: &str, partitions: i32) -> TopicInfo {
 }
 
 /// Shard 0 of a standalone broker on `root`, whose view holds `topics`.
-fn shard_zero(root: &Path, topics: Vec<TopicInfo>) -> Shard {
+fn shard_zero(root: &Path, topics: Vec<TopicInfo>) -> Rc<Shard> {
     let storage = Storage::disk(root);
     let listen: SocketAddr = "127.0.0.1:0".parse().expect("address");
     let mut config = BrokerConfig::new(listen);
@@ -36,7 +36,7 @@ fn shard_zero(root: &Path, topics: Vec<TopicInfo>) -> Shard {
         topics,
     )));
     let (router, _inboxes) = Router::new(SHARDS);
-    Shard {
+    Rc::new(Shard {
         index: 0,
         config: Arc::new(config),
         storage: storage.clone(),
@@ -54,7 +54,9 @@ fn shard_zero(root: &Path, topics: Vec<TopicInfo>) -> Shard {
             view,
         )),
         open_epochs: Default::default(),
-    }
+        fenced_closes: Default::default(),
+        append_turns: Default::default(),
+    })
 }
 
 /// A partition of `topic` that shard 0 owns, and one that shard 1 owns.
