@@ -40,7 +40,7 @@ fn shard_zero(root: &Path, topics: Vec<TopicInfo>) -> Rc<Shard> {
         index: 0,
         config: Arc::new(config),
         storage: storage.clone(),
-        logs: LogManager::new(storage.clone()),
+        logs: Rc::new(LogManager::new(storage.clone())),
         view: view.clone(),
         router: Arc::new(router),
         metrics: Arc::new(ShardMetrics::default()),
