@@ -15,6 +15,9 @@ for tool in cmake pkg-config; do
 done
 dpkg -s libcurl4-openssl-dev >/dev/null 2>&1 || missing+=(libcurl4-openssl-dev)
 dpkg -s libssl-dev >/dev/null 2>&1 || missing+=(libssl-dev)
+# The seccomp profile wrapper (deploy/seccomp/run-under-profile) and the image build.
+dpkg -s python3-seccomp >/dev/null 2>&1 || missing+=(python3-seccomp)
+command -v buildah >/dev/null || missing+=(buildah)
 if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

@@ -1,4 +1,6 @@
-//! The admin HTTP endpoint: `GET /healthz` (JSON) and `GET /metrics` (Prometheus text).
+//! The admin HTTP endpoint: `GET /healthz` (JSON), `GET /readyz` (200 once this broker serves
+//! what it should: standalone at once; in cluster mode once an assignment is applied and every
+//! partition it leads is open, else 503) and `GET /metrics` (Prometheus text).
 //!
 //! A plain blocking server on its own thread: it never touches partition files, only the
 //! shards' counters and the cluster view, and it answers one short request per connection.
@@ -45,6 +47,10 @@ fn answer(stream: TcpStream, state: &AdminState) -> std::io::Result<()> {
     let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let (status, content_type, body) = match (method, path) {
         ("GET", "/healthz") => ("200 OK", "application/json", health(state)),
+        ("GET", "/readyz") => match readiness(state) {
+            Ok(()) => ("200 OK", "text/plain", "ready\n".to_string()),
+            Err(why) => ("503 Service Unavailable", "text/plain", why),
+        },
         ("GET", "/metrics") => (
             "200 OK",
             "text/plain; version=0.0.4",
@@ -59,6 +65,29 @@ fn answer(stream: TcpStream, state: &AdminState) -> std::io::Result<()> {
         body.len()
     )?;
     stream.flush()
+}
+
+/// Kubernetes readiness: a cluster broker is ready once it has applied an assignment and
+/// opened every partition that assignment gives it (a broker given none is ready, so a new
+/// pod joins the alive set and is then given its share).
+fn readiness(state: &AdminState) -> Result<(), String> {
+    let view = (state.view)();
+    let Some(cluster) = &view.cluster else {
+        return if view.is_cluster() {
+            Err("no assignment applied yet\n".to_string())
+        } else {
+            Ok(())
+        };
+    };
+    let led = cluster.partitions_led_by(cluster.this_broker()).len() as i64;
+    let open: i64 = state.metrics.iter().map(|m| m.partitions_open()).sum();
+    if open < led {
+        return Err(format!(
+            "assignment {} applied; {open} of {led} led partitions open\n",
+            cluster.assignment_version().0
+        ));
+    }
+    Ok(())
 }
 
 fn health(state: &AdminState) -> String {

@@ -68,6 +68,8 @@ pub struct Cli {
     /// Consumer group settings.
     #[command(flatten)]
     pub groups: crate::group_flags::GroupFlags,
+    #[command(flatten)]
+    pub cleaner: crate::cleaner_flags::CleanerFlags,
 }
 
 /// Where a broker of a cluster learns the assignment.
@@ -135,6 +137,7 @@ impl Cli {
             ..TopicDefaults::default()
         };
         config.groups = self.groups.group_config();
+        config.cleaner = self.cleaner.cleaner_config();
         Ok(config)
     }
 

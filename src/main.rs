@@ -1,9 +1,11 @@
 //! `kaas`: start-up and shut-down wiring only; everything else lives in the crates.
 
 mod admin_http;
+mod cleaner_flags;
 mod cli;
 mod cluster_core;
 mod group_flags;
+mod startup_checks;
 
 use anyhow::{bail, Context};
 use clap::Parser;
@@ -40,6 +42,12 @@ fn main() -> anyhow::Result<()> {
         Err(reason) => bail!(reason),
     };
     let core_sources = cluster_core::sources(&cli, &config)?;
+    // Environment problems (seccomp, memlock, no O_DIRECT, an unshared volume) are found here,
+    // before any shard exists, and each exits with its own code and a paragraph saying why.
+    if let Err(refusal) = startup_checks::run(&config) {
+        eprintln!("{}", refusal.message);
+        std::process::exit(refusal.code as i32);
+    }
     let mut signals = Signals::new([SIGTERM, SIGINT]).context("installing signal handlers")?;
     let broker = Broker::start(config.clone()).context("starting the broker")?;
     let core = match core_sources {

@@ -196,6 +196,17 @@ fn compressed_batches_are_validated_and_refused_with_kafkas_codes() {
     let results = client.produce("squeezed", vec![(0, undecodable)]);
     assert_eq!(results[0].1, ErrorCode::UnknownServerError.code());
 
+    // A zstd frame declaring a 2^40-byte window (past what libzstd decodes): Kafka 4.4
+    // answers UNKNOWN_SERVER_ERROR, as for any records that do not decompress.
+    let mut huge_window = good[..61].to_vec();
+    huge_window[21..23].copy_from_slice(&4i16.to_be_bytes()); // zstd
+    huge_window.extend_from_slice(&[0x28, 0xb5, 0x2f, 0xfd, 0x00, 30 << 3]);
+    huge_window.extend_from_slice(&[0x03, 0x00, 0x10, 0x00]); // one RLE block of zeros, last
+    let length = (huge_window.len() - 12) as i32;
+    huge_window[8..12].copy_from_slice(&length.to_be_bytes());
+    let results = client.produce("squeezed", vec![(0, with_fresh_crc(huge_window))]);
+    assert_eq!(results[0].1, ErrorCode::UnknownServerError.code());
+
     // Three records claimed, two inside: INVALID_RECORD.
     let mut miscounted = in_codec(&plain, Codec::Zstd);
     miscounted[57..61].copy_from_slice(&3i32.to_be_bytes());

@@ -4,7 +4,7 @@
 //! visible.
 //!
 //! Three real `kaas` processes share one data directory; the test writes `assignment.json`.
-//! An idempotent librdkafka producer (acks=all) writes throughout and a group commits on
+//! Idempotent librdkafka and franz-go producers (acks=all) write throughout and a group commits on
 //! broker 2 before it is paused. While it is stopped, the test moves its partitions to
 //! brokers 0 and 1 at leader epoch 2 and the group to broker 0, and writes to the new leaders.
 //! Requests sent to the paused broker meanwhile (a produce and an offset commit, in flight
@@ -24,13 +24,16 @@
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kaas_engine::batch::encode_batch_for_tests;
 use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
+use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
 use kaas_net::protocol::messages::produce::ProduceRequest;
 use kaas_net::protocol::{ApiMessage, Response};
 use support::cluster::{
@@ -88,6 +91,31 @@ fn stale_commit() -> OffsetCommitRequest {
         }],
         ..Default::default()
     }
+}
+
+/// The group's committed offsets (partition → offset) at `broker`, `None` while it answers
+/// with an error (not loaded yet, not its coordinator yet).
+fn committed_at(broker: &Broker) -> Option<BTreeMap<i32, i64>> {
+    let request = OffsetFetchRequest {
+        groups: vec![OffsetFetchRequestGroup {
+            group_id: GROUP.into(),
+            topics: None,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let Response::OffsetFetch(fetched) = WireClient::connect(broker.kafka).call(8, &request) else {
+        panic!("not an OffsetFetch answer")
+    };
+    let group = &fetched.groups[0];
+    (group.error_code == 0).then(|| {
+        group
+            .topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .map(|p| (p.partition_index, p.committed_offset))
+            .collect()
+    })
 }
 
 fn commit_answer(response: Response) -> i16 {
@@ -184,6 +212,18 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
     .arg(&acked)
     .spawn()
     .expect("spawn producer");
+    let go_binary = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/go/scenarios");
+    let go_producer = Command::new(&go_binary)
+        .args(["-bootstrap", &bootstrap, "-scenario", "cluster-produce"])
+        .args(["-topic", TOPIC, "-records", "1500"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!(
+                "run {} (built by tests/clients/prepare.sh): {e}",
+                go_binary.display()
+            )
+        });
     std::thread::sleep(Duration::from_millis(1000));
     // The group commits on broker 2, its coordinator.
     let mut consume = cluster_moves(
@@ -231,6 +271,29 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
         }
     }
 
+    // The new coordinator serves the group's commits: it has claimed the group, so what the
+    // old one does from now on cannot count.
+    let consumed: BTreeMap<i32, i64> = std::fs::read_to_string(&committed)
+        .expect("committed file")
+        .lines()
+        .map(|line| {
+            let (partition, offset) = line.split_once(' ').expect("partition offset");
+            (
+                partition.parse().expect("partition"),
+                offset.parse().expect("offset"),
+            )
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while committed_at(&brokers[0]).as_ref() != Some(&consumed) {
+        assert!(
+            Instant::now() < deadline,
+            "broker 0 never served the commits {consumed:?}: {:?}",
+            committed_at(&brokers[0])
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
     // Broker 2 wakes up believing it still leads partitions 2 and 5 and coordinates the group.
     brokers[2].resume();
     let (error, _) = produce_answer(
@@ -265,12 +328,35 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
     }
     let error = commit_answer(stale.call(8, &stale_commit()));
     assert_eq!(error, NOT_COORDINATOR, "a second stale commit");
+    // Still following assignment 1, it has given up both fenced partitions: nothing open
+    // although its view says it leads two.
+    brokers[2].wait_for_health(r#""partitions_led":2,"partitions_open":0"#);
     // Now it sees the assignment too.
     write_both(&[&lagging], 2, survivors, &leaders, 0);
     brokers[2].wait_for_version(2);
+    brokers[2].wait_for_health(r#""partitions_led":0,"partitions_open":0"#);
 
     finish(producer, "producing through the pause and the move");
+    let go_output = go_producer
+        .wait_with_output()
+        .expect("wait for the Go producer");
+    let go_stdout = String::from_utf8_lossy(&go_output.stdout);
+    assert!(
+        go_output.status.success() && go_stdout.contains("PASS cluster-produce"),
+        "the franz-go producer failed: {}",
+        go_stdout
+            .lines()
+            .filter(|l| !l.starts_with("ACKED"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     let mut lines = std::fs::read_to_string(&acked).expect("acked file");
+    for line in go_stdout.lines() {
+        if let Some(record) = line.strip_prefix("ACKED ") {
+            lines.push_str(record);
+            lines.push('\n');
+        }
+    }
     for (partition, offset, value) in &ours {
         lines.push_str(&format!("{partition} {offset} {value}\n"));
     }
@@ -308,6 +394,8 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
     }
     for broker in &mut brokers {
         broker.wait_for_version(3);
+        // Open exactly what the assignment gives it (the start-up sweep leaves nothing else).
+        broker.wait_for_health(r#""partitions_led":2,"partitions_open":2"#);
     }
     run(verify(), "verifying after restarting all brokers");
     run(

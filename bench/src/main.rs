@@ -7,11 +7,17 @@
 //!   results table of ratios;
 //! - `limits`: the machine's physical limits (O_DIRECT sequential write, loopback TCP, memcpy);
 //! - `group-settle`: how long a consumer group takes to settle after one member joins;
+//! - `takeover`: time for a cluster-mode broker to serve 100 / 1,000 / 10,000 partitions
+//!   moved to it by a new assignment (real `kaas` processes);
+//! - `fence-cost`: produce throughput of a standalone broker against a cluster-mode one whose
+//!   partitions are fenced, side by side;
 //! - `plot`: a percentile plot from one or more JSON reports;
 //! - `uring-latency`: per-opcode io_uring latency from `perf script` output.
 
 mod client_config;
+mod cluster_broker;
 mod consumer_driver;
+mod fence_cost;
 mod group_member;
 mod group_settle;
 mod group_view;
@@ -21,11 +27,13 @@ mod machine;
 mod matrix;
 mod payload;
 mod plot;
+mod produce_probe;
 mod producer_driver;
 mod progress_probe;
 mod report;
 mod results_table;
 mod sample_clock;
+mod takeover;
 mod topic_admin;
 mod uring_latency;
 mod workload;
@@ -51,6 +59,10 @@ enum Command {
     Limits(limits::LimitsArgs),
     /// Time for a consumer group to settle after one more member joins.
     GroupSettle(group_settle::GroupSettleArgs),
+    /// Time for a cluster-mode kaas broker to serve partitions a new assignment moves to it.
+    Takeover(takeover::TakeoverArgs),
+    /// Produce throughput, standalone against cluster mode (the storage fence's cost).
+    FenceCost(fence_cost::FenceCostArgs),
     /// Draw a latency-percentile plot from JSON reports written by `run`.
     Plot(plot::PlotArgs),
     /// Per-opcode io_uring latency from `perf script` output (read on stdin).
@@ -66,6 +78,8 @@ fn main() -> anyhow::Result<()> {
         Command::GroupSettle(args) => {
             group_settle::group_settle_command(&args).context("group-settle")
         }
+        Command::Takeover(args) => takeover::takeover_command(&args).context("takeover"),
+        Command::FenceCost(args) => fence_cost::fence_cost_command(&args).context("fence-cost"),
         Command::Plot(args) => plot::plot_command(&args).context("plot"),
         Command::UringLatency(args) => {
             uring_latency::uring_latency_command(&args).context("uring-latency")

@@ -10,7 +10,8 @@
 //! In a partition directory (and the same in a group directory):
 //!
 //! ```text
-//! claims/<epoch:020>        empty; created with O_EXCL, fsynced, directory fsynced
+//! claims/<epoch:020>        empty; created with O_EXCL, fsynced (the directory fsync of
+//!                           step 1 makes the name durable)
 //! claims/<epoch:020>.live   empty; the leader's token: exists while no newer claimant
 //!                           has superseded it (removed by that claimant)
 //! claims/<epoch:020>.end    the claim's record, written after recovery (tmp + rename)
@@ -342,7 +343,8 @@ pub(crate) enum Claimed {
 pub(crate) async fn claim(storage: &Storage, dir: &Path, epoch: u32) -> Result<Claimed> {
     check_claims(storage, dir, epoch).await?;
     storage.create_dir_all(&claims_dir(dir)).await?;
-    let created = storage.create_new_durable(&claim_path(dir, epoch)).await?;
+    // Durable with the directory fsync below, which also covers the token and the removals.
+    let created = storage.create_new_synced(&claim_path(dir, epoch)).await?;
     // The token goes first, the listing after it: a claimant above us that listed before
     // our token existed is seen by this listing, and we stop; one that lists later removes
     // the token (see the module documentation).

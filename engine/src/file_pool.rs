@@ -20,8 +20,8 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use futures_channel::oneshot;
 
 /// Worker threads in the process. Enough to keep a disk's queue busy with fsyncs of
-/// different files; they use no CPU while they wait.
-pub const FILE_THREADS: usize = 8;
+/// different files (a takeover's calls are mostly fsyncs); they use no CPU while they wait.
+pub const FILE_THREADS: usize = 16;
 
 type Job = Box<dyn FnOnce() + Send>;
 

@@ -215,11 +215,13 @@ impl Storage {
         }
     }
 
-    /// Creates an empty file that must not exist yet (`O_EXCL`), fsyncs it and its
-    /// directory. Returns false, creating nothing, when the file already exists. On a shared
-    /// volume this is the claim primitive of [`crate::fence`]: of several brokers creating
-    /// the same name, exactly one succeeds, and the name is visible to all once it returns.
-    pub async fn create_new_durable(&self, relative: &Path) -> Result<bool> {
+    /// Creates an empty file that must not exist yet (`O_EXCL`) and fsyncs it; the caller
+    /// fsyncs the directory ([`Storage::sync_dir`]) before anything depends on the name
+    /// surviving a crash. Returns false, creating nothing, when the file already exists. On
+    /// a shared volume this is the claim primitive of [`crate::fence`]: of several brokers
+    /// creating the same name, exactly one succeeds, and the name is visible to all once it
+    /// returns.
+    pub async fn create_new_synced(&self, relative: &Path) -> Result<bool> {
         match self {
             Storage::Disk(_) => {
                 let path = self.absolute(relative);
@@ -237,9 +239,6 @@ impl Storage {
                         Err(e) => return Err(e),
                     };
                     file.sync_all()?;
-                    if let Some(parent) = path.parent() {
-                        std::fs::File::open(parent)?.sync_all()?;
-                    }
                     Ok(true)
                 })
                 .await

@@ -8,4 +8,6 @@ python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ig
   -r "$here/python/requirements.txt"
 mvn -q -B -f "$here/java/pom.xml" package -DskipTests
 (cd "$here/go" && go build -o scenarios .)
-echo "client suites ready: $(python3 -c 'import confluent_kafka; print("confluent-kafka", confluent_kafka.__version__)'), java $(ls "$here/java/target/kaas-java-scenarios.jar"), go $here/go/scenarios"
+# Kafka Connect, MirrorMaker 2 and Kafka Streams runners (tests/frameworks_run_on_kaas.rs).
+mvn -q -B -f "$here/../frameworks/pom.xml" package -DskipTests
+echo "client suites ready: $(python3 -c 'import confluent_kafka; print("confluent-kafka", confluent_kafka.__version__)'), java $(ls "$here/java/target/kaas-java-scenarios.jar"), go $here/go/scenarios, frameworks $(ls "$here/../frameworks/target/kaas-frameworks.jar")"

@@ -86,6 +86,23 @@ impl Broker {
         assert_eq!(sent, 0, "signal {signal} to broker {}", self.id);
     }
 
+    /// Waits until the broker's `/healthz` shows `field` (e.g. `"partitions_open":2`), panics
+    /// after 30 s with what it showed.
+    pub fn wait_for_health(&mut self, field: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut last = String::new();
+        while Instant::now() < deadline {
+            if let Some((_, body)) = http_get(self.admin, "/healthz") {
+                if body.contains(field) {
+                    return;
+                }
+                last = body;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("broker {} never showed {field}: {last}", self.id);
+    }
+
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

@@ -32,6 +32,8 @@ pub struct BrokerConfig {
     pub groups: crate::groups::config::GroupConfig,
     /// Cluster mode (`None`: a standalone broker).
     pub cluster: Option<ClusterSettings>,
+    /// The log cleaner's settings (`log.cleaner.*`).
+    pub cleaner: kaas_engine::compaction::CleanerConfig,
 }
 
 /// How a broker of a cluster runs: several brokers share one data directory and follow
@@ -59,6 +61,7 @@ impl BrokerConfig {
             topic_defaults: Default::default(),
             groups: Default::default(),
             cluster: None,
+            cleaner: Default::default(),
         }
     }
 }

@@ -24,6 +24,7 @@ use glommio::{LocalExecutorBuilder, Placement};
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::BrokerId;
 use kaas_cluster_file::{FileFollower, FollowerOptions};
+use kaas_engine::compaction::shard_cleaner::ShardCleaner;
 use kaas_engine::data_dir_lock::{DataDirLock, DataDirLockError};
 use kaas_engine::{LogManager, Storage};
 
@@ -323,7 +324,7 @@ async fn run_shard(start: ShardStart) {
         config: config.clone(),
         storage: storage.clone(),
         groups,
-        logs: LogManager::new(storage),
+        logs: Rc::new(LogManager::new(storage)),
         view,
         router,
         metrics,
@@ -385,6 +386,7 @@ async fn run_shard(start: ShardStart) {
         .detach();
     }
     let ticker = shard.groups.spawn_ticker();
+    spawn_log_cleaner(&shard);
     let maintenance = Rc::new(LogManagerMaintenance(shard.clone()));
     let maintenance_task = maintenance.spawn();
     let accept = {
@@ -438,6 +440,21 @@ async fn prepare(
     }
     .map_err(|e| e.to_string())?;
     Ok((Some(admin), Some(ids)))
+}
+
+/// Starts the shard's log cleaner ([`kaas_engine::compaction::shard_cleaner`]) and copies
+/// its counters to the shard's metrics every second, for `/metrics`. Both end with the
+/// shard's executor; the cleaner also ends when the shard's log manager goes.
+fn spawn_log_cleaner(shard: &Rc<Shard>) {
+    let cleaner = ShardCleaner::spawn(&shard.logs, shard.config.cleaner);
+    let metrics = shard.metrics.clone();
+    glommio::spawn_local(async move {
+        loop {
+            metrics.set_cleaner(cleaner.stats());
+            glommio::timer::sleep(Duration::from_secs(1)).await;
+        }
+    })
+    .detach();
 }
 
 /// Periodic log maintenance of one shard.

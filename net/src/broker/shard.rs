@@ -26,8 +26,8 @@ pub struct Shard {
     pub config: Arc<BrokerConfig>,
     /// Where logs live.
     pub storage: Storage,
-    /// The partitions this shard owns that are open.
-    pub logs: LogManager,
+    /// The partitions this shard owns that are open (shared with the shard's log cleaner).
+    pub logs: Rc<LogManager>,
     /// The cluster view.
     pub view: Arc<ViewHandle>,
     /// Hops to other shards.
@@ -143,3 +143,6 @@ impl Shard {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -48,6 +48,7 @@ var scenarios = []scenario{
 var phases = []scenario{
 	{"group-resume-commit", groupResumeCommit},
 	{"group-resume-check", groupResumeCheck},
+	{"cluster-produce", clusterProduce},
 }
 
 func main() {

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kaas_engine::batch::record_rules::RecordRules;
+use kaas_engine::compaction::CompactionConfig;
 use kaas_engine::{LogConfig, TimestampType};
 
 pub use compression::{CompressionType, TopicCompression};
@@ -191,9 +192,10 @@ impl TopicConfig {
     /// The engine settings these configs mean.
     pub fn log_config(&self, defaults: &TopicDefaults) -> LogConfig {
         // Kafka deletes by time or size only under the `delete` policy; a `compact`-only topic
-        // keeps every segment (kaas does not compact yet, so it keeps every record).
-        let deletes =
-            value::list_items(&self.value("cleanup.policy", defaults)).contains(&"delete");
+        // keeps every segment, which only the cleaner rewrites.
+        let policy = self.value("cleanup.policy", defaults);
+        let deletes = value::list_items(&policy).contains(&"delete");
+        let compacts = value::list_items(&policy).contains(&"compact");
         let (retention_ms, retention_bytes) = if deletes {
             (
                 self.number("retention.ms", defaults),
@@ -215,13 +217,31 @@ impl TopicConfig {
             },
             index_interval_bytes: self.number("index.interval.bytes", defaults).max(1) as u64,
             compression: self.compression().engine_target(),
+            compaction: compacts.then(|| self.compaction_config(defaults)),
             record_rules: RecordRules {
-                keys_required: value::list_items(&self.value("cleanup.policy", defaults))
-                    .contains(&"compact"),
+                keys_required: compacts,
                 timestamp_before_max_ms: self.number("message.timestamp.before.max.ms", defaults),
                 timestamp_after_max_ms: self.number("message.timestamp.after.max.ms", defaults),
             },
             ..LogConfig::default()
+        }
+    }
+}
+
+impl TopicConfig {
+    /// The cleaner's settings for a compacted topic (`max.compaction.lag.ms` at its maximum,
+    /// Kafka's default, means no deadline).
+    fn compaction_config(&self, defaults: &TopicDefaults) -> CompactionConfig {
+        let millis = |name: &str| Duration::from_millis(self.number(name, defaults).max(0) as u64);
+        let max_lag = self.number("max.compaction.lag.ms", defaults);
+        CompactionConfig {
+            min_cleanable_dirty_ratio: self
+                .value("min.cleanable.dirty.ratio", defaults)
+                .parse()
+                .unwrap_or(0.5),
+            min_compaction_lag: millis("min.compaction.lag.ms"),
+            max_compaction_lag: (max_lag != i64::MAX).then(|| millis("max.compaction.lag.ms")),
+            delete_retention: millis("delete.retention.ms"),
         }
     }
 }
@@ -281,6 +301,35 @@ mod tests {
         assert_eq!(log.timestamp_type, TimestampType::LogAppendTime);
         config.delete("retention.ms").expect("known key");
         assert_eq!(config.get("retention.ms"), None);
+    }
+
+    #[test]
+    fn only_a_compact_policy_is_cleaned_with_the_topics_compaction_configs() {
+        let defaults = TopicDefaults::default();
+        let delete = TopicConfig::default().log_config(&defaults);
+        assert_eq!(delete.compaction, None);
+        let compact = TopicConfig::from_pairs([("cleanup.policy", Some("compact"))])
+            .expect("valid")
+            .log_config(&defaults);
+        assert_eq!(compact.compaction, Some(CompactionConfig::default()));
+        let tuned = TopicConfig::from_pairs([
+            ("cleanup.policy", Some("compact,delete")),
+            ("min.cleanable.dirty.ratio", Some("0.01")),
+            ("min.compaction.lag.ms", Some("5")),
+            ("max.compaction.lag.ms", Some("60000")),
+            ("delete.retention.ms", Some("0")),
+        ])
+        .expect("valid")
+        .log_config(&defaults);
+        assert_eq!(
+            tuned.compaction,
+            Some(CompactionConfig {
+                min_cleanable_dirty_ratio: 0.01,
+                min_compaction_lag: Duration::from_millis(5),
+                max_compaction_lag: Some(Duration::from_millis(60_000)),
+                delete_retention: Duration::ZERO,
+            })
+        );
     }
 
     #[test]

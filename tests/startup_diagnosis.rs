@@ -1,0 +1,172 @@
+//! Start-up diagnosis: each environment problem is provoked for real (a memlock limit set
+//! with `prlimit`, a ramfs data directory, an assignment naming brokers that never wrote to
+//! this volume) and the real binary must exit with that problem's code and a message naming
+//! the cause and the fix, before any shard starts. The seccomp case is in
+//! `seccomp_profile.rs` (it needs the profile wrapper).
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use support::{free_port, http_get};
+
+/// A kaas command on fresh loopback ports; `data_dir` as given.
+fn kaas(program: &[&str], data_dir: &Path) -> (Command, std::net::SocketAddr) {
+    let admin = std::net::SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let mut command = Command::new(program[0]);
+    command
+        .args(&program[1..])
+        .arg(env!("CARGO_BIN_EXE_kaas"))
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--admin-listen")
+        .arg(admin.to_string())
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--shards", "1"])
+        .env_remove("MY_POD_NAME")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    (command, admin)
+}
+
+/// Runs `command` to its exit (killed after 30 s): exit code and stderr.
+fn run_to_exit(command: &mut Command) -> (Option<i32>, String) {
+    let mut child = command.spawn().expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if child.try_wait().expect("wait").is_some() {
+            let output = child.wait_with_output().expect("output");
+            return (
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("kaas did not exit within 30 s");
+}
+
+/// Starts `command`, waits for `/healthz` on `admin`, then stops it with SIGTERM.
+fn starts_and_stops(command: &mut Command, admin: std::net::SocketAddr) {
+    let mut child = command.stderr(Stdio::inherit()).spawn().expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut ready = false;
+    while Instant::now() < deadline && !ready {
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("kaas exited during start-up: {status}");
+        }
+        ready = http_get(admin, "/healthz").is_some_and(|(code, _)| code == 200);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().expect("wait");
+    assert!(ready, "kaas never became ready");
+    assert!(status.success(), "kaas did not stop cleanly: {status}");
+}
+
+#[test]
+fn a_memlock_limit_below_glommios_floor_is_explained() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 511 KiB: one byte under what glommio 0.9 needs to build a ring.
+    let (mut command, _) = kaas(&["prlimit", "--memlock=523264"], dir.path());
+    let (code, stderr) = run_to_exit(&mut command);
+    assert_eq!(code, Some(11), "{stderr}");
+    assert!(stderr.contains("locked-memory limit"), "{stderr}");
+    assert!(stderr.contains("511 KiB"), "{stderr}");
+    assert!(stderr.contains("Fix:"), "{stderr}");
+    // At the floor itself kaas runs (with unregistered buffers).
+    let (mut command, admin) = kaas(&["prlimit", "--memlock=524288"], dir.path());
+    starts_and_stops(&mut command, admin);
+}
+
+/// A ramfs mount (tmpfs takes O_DIRECT since Linux 6.6, ramfs never does), unmounted on drop.
+struct Ramfs(tempfile::TempDir);
+
+impl Ramfs {
+    fn mount() -> Ramfs {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let status = Command::new("mount")
+            .args(["-t", "ramfs", "ramfs"])
+            .arg(dir.path())
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "mount -t ramfs needs root: {status}");
+        Ramfs(dir)
+    }
+}
+
+impl Drop for Ramfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_data_directory_without_direct_io_is_explained() {
+    let ramfs = Ramfs::mount();
+    let data = ramfs.0.path().join("data");
+    let (mut command, _) = kaas(&["env"], &data);
+    let (code, stderr) = run_to_exit(&mut command);
+    assert_eq!(code, Some(12), "{stderr}");
+    assert!(stderr.contains("does not support direct I/O"), "{stderr}");
+    assert!(stderr.contains("ramfs"), "{stderr}");
+    // The probe leaves nothing behind.
+    let left: Vec<_> = std::fs::read_dir(&data).expect("read").flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+const ASSIGNMENT: &str = r#"{"format": 1, "controller_epoch": 1, "assignment_version": 1,
+ "brokers": [{"id": 0, "host": "127.0.0.1", "port": 19090},
+             {"id": 1, "host": "127.0.0.1", "port": 19091},
+             {"id": 2, "host": "127.0.0.1", "port": 19092}],
+ "topics": {}, "partitions": {}, "consumerGroups": {}}"#;
+
+fn write_assignment(data: &Path, age: Duration) {
+    let cluster = data.join("__cluster");
+    std::fs::create_dir_all(&cluster).expect("mkdir");
+    let path = cluster.join("assignment.json");
+    std::fs::write(&path, ASSIGNMENT).expect("write");
+    let file = std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    file.set_modified(SystemTime::now() - age).expect("mtime");
+}
+
+#[test]
+fn a_volume_without_the_other_brokers_markers_is_not_shared() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    // A minute-old assignment naming brokers 1 and 2, which never wrote to this volume.
+    write_assignment(&data, Duration::from_secs(60));
+    let (mut command, _) = kaas(&["env", "MY_POD_NAME=kaas-0"], &data);
+    let (code, stderr) = run_to_exit(&mut command);
+    assert_eq!(code, Some(13), "{stderr}");
+    assert!(stderr.contains("does not look shared"), "{stderr}");
+    assert!(stderr.contains("broker(s) 1, 2"), "{stderr}");
+    assert!(stderr.contains("ReadWriteMany"), "{stderr}");
+    // The refused broker still left its own marker, so the others can see it.
+    assert!(data.join("__cluster/brokers/0").exists());
+
+    // Once broker 1 and 2 have been here (their markers), broker 0 starts.
+    for other in [1, 2] {
+        std::fs::write(data.join(format!("__cluster/brokers/{other}")), "x\n").expect("marker");
+    }
+    let (mut command, admin) = kaas(&["env", "MY_POD_NAME=kaas-0"], &data);
+    starts_and_stops(&mut command, admin);
+
+    // A fresh assignment may name brokers still starting: no refusal.
+    let fresh = tempfile::tempdir().expect("tempdir");
+    let fresh_data = fresh.path().join("data");
+    write_assignment(&fresh_data, Duration::ZERO);
+    let (mut command, admin) = kaas(&["env", "MY_POD_NAME=kaas-0"], &fresh_data);
+    starts_and_stops(&mut command, admin);
+}
