@@ -196,9 +196,9 @@ mod tests {
     #[test]
     fn batches_carry_a_valid_crc_and_length() {
         let batch = encode_batch(b"hello", 1_700_000_000_000);
-        let length = i32::from_be_bytes(batch[8..12].try_into().unwrap()) as usize;
+        let length = i32::from_be_bytes(batch[8..12].try_into().expect("length field")) as usize;
         assert_eq!(length + 12, batch.len());
-        let crc = u32::from_be_bytes(batch[17..21].try_into().unwrap());
+        let crc = u32::from_be_bytes(batch[17..21].try_into().expect("crc field"));
         assert_eq!(crc, crc32c::crc32c(&batch[21..]));
         assert!(batch.ends_with(b"hello\x00"));
     }
@@ -216,7 +216,10 @@ mod tests {
             body.extend_from_slice(&[0; 16]);
         }
         body.extend_from_slice(&0i32.to_be_bytes());
-        assert_eq!(decode_response(&body, 7).unwrap(), vec![(0, 0), (1, 6)]);
+        assert_eq!(
+            decode_response(&body, 7).expect("decodes"),
+            vec![(0, 0), (1, 6)]
+        );
         assert!(decode_response(&body, 8).is_err());
         assert!(decode_response(&body[..body.len() - 10], 7).is_err());
     }
