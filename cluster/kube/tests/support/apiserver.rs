@@ -196,7 +196,8 @@ pub async fn apply_crds(client: &kube::Client) {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("deploy/crds") {
         let path = entry.expect("deploy/crds entry").path();
-        if path.extension().is_none_or(|ext| ext != "yaml") {
+        if path.extension().is_none_or(|ext| ext != "yaml") || path.ends_with("kustomization.yaml")
+        {
             continue;
         }
         let text = std::fs::read_to_string(&path).expect("read a CRD");
