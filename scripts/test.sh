@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of kaas on a fresh machine: installs what the tests need, then checks
+# Runs every test of kaas on a fresh machine: installs what the tests need (and builds the
+# real kube-apiserver the Kubernetes adapter tests run against), then checks
 # formatting and lints, runs the Rust tests (unit, property, crash, integration against the
 # real binary) and the real-client suites (Java, librdkafka via Python, franz-go), then
 # checks that kaas survives a glommio race widened on purpose (scripts/glommio-race-check.sh).
@@ -26,6 +27,9 @@ fi
 
 step "real Kafka clients"
 tests/clients/prepare.sh
+
+step "test Kubernetes API server (Go; cold build 5-8 min, then cached)"
+scripts/kube-apiserver.sh >/dev/null
 
 step "format and lints"
 cargo fmt --all -- --check

@@ -1,0 +1,2 @@
+//! Shared by this crate's integration tests.
+pub mod apiserver;
