@@ -68,6 +68,7 @@ pub fn namespace_from_environment(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -111,6 +111,7 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<ControllerEpoch, KubeAdapterError>
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

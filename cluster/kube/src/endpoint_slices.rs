@@ -96,6 +96,7 @@ pub fn broker_id_of_pod(pod: &str) -> Option<BrokerId> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -159,6 +159,7 @@ fn is_dns_subdomain(name: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

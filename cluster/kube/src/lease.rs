@@ -166,10 +166,10 @@ impl ControllerLease {
         Ok(lease.map(LeaseRecord::from_lease))
     }
 
-    /// Acquires the Lease for `candidate` at the epoch after `observed`'s: creates it (epoch
-    /// 1) when `observed` is `None`, else replaces it carrying `observed`'s resourceVersion
-    /// with `leaseTransitions + 1`. Whether the Lease may be taken (free, expired) is the
-    /// caller's decision.
+    /// Acquires the Lease for `candidate` at the epoch after `observed`'s: creates it at
+    /// epoch 1 when `observed` is `None`, else replaces it carrying `observed`'s
+    /// resourceVersion with `leaseTransitions + 1`. Whether the Lease may be taken (free,
+    /// expired) is the caller's decision.
     pub async fn acquire(
         &self,
         observed: Option<&LeaseRecord>,
@@ -301,6 +301,7 @@ fn duration_seconds(duration: Duration) -> i32 {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -3,6 +3,8 @@
 //! that name the verb and the resource; and start-up from the environment (`KUBECONFIG`,
 //! `POD_NAMESPACE`) reaches the server.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;

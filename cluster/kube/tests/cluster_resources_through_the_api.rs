@@ -3,6 +3,8 @@
 //! are created, listed, patched, watched and deleted by Kafka name, and the assignment
 //! mirror shows up through the API and `kubectl get`.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,6 +3,8 @@
 //! release lets another broker win at once at a higher epoch; renewals keep the epoch; and
 //! the epoch file on the volume refuses an epoch not above the highest used.
 
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;
