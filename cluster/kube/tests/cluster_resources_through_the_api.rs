@@ -390,3 +390,33 @@ async fn the_crds_pass_a_server_side_dry_run_of_their_kustomization() {
     }
     assert!(output.contains("(server dry run)"), "{output}");
 }
+
+#[tokio::test]
+async fn every_manifest_of_deploy_passes_a_server_side_dry_run() {
+    let client = admin_client().await;
+    apply_crds(&client).await;
+    let namespace = fresh_namespace(&client, "deploy").await;
+    let deploy = support::apiserver::workspace_root().join("deploy");
+    let output = kubectl(&[
+        "apply",
+        "--dry-run=server",
+        "-n",
+        &namespace,
+        "-k",
+        deploy.to_str().unwrap(),
+    ]);
+    for object in [
+        "statefulset.apps/kaas",
+        "service/kaas",
+        "persistentvolumeclaim/",
+        "role.rbac.authorization.k8s.io/",
+        "rolebinding.rbac.authorization.k8s.io/",
+        "serviceaccount/",
+        "poddisruptionbudget.policy/",
+        "daemonset.apps/",
+        "customresourcedefinition.apiextensions.k8s.io/kafkatopics.kaas.io",
+    ] {
+        assert!(output.contains(object), "{object} missing from:\n{output}");
+    }
+    assert!(output.contains("(server dry run)"), "{output}");
+}
