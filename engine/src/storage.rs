@@ -319,13 +319,9 @@ impl Storage {
             Storage::Disk(_) => {
                 let (from_path, to_path) = (self.absolute(from), self.absolute(to));
                 let context = format!("linking {} to {}", to.display(), from.display());
-                blocking(move || match std::fs::hard_link(&from_path, &to_path) {
-                    Ok(()) => Ok(true),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-                    Err(e) => Err(e),
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
+                blocking(move || source_existed(std::fs::hard_link(&from_path, &to_path)))
+                    .await
+                    .map_err(|e| EngineError::io(context, e))
             }
             Storage::Memory(store) => {
                 let mut files = lock(&store.files);
@@ -387,13 +383,9 @@ impl Storage {
             Storage::Disk(_) => {
                 let (from_path, to_path) = (self.absolute(from), self.absolute(to));
                 let context = format!("renaming {} to {}", from.display(), to.display());
-                blocking(move || match std::fs::rename(&from_path, &to_path) {
-                    Ok(()) => Ok(true),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-                    Err(e) => Err(e),
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
+                blocking(move || source_existed(std::fs::rename(&from_path, &to_path)))
+                    .await
+                    .map_err(|e| EngineError::io(context, e))
             }
             Storage::Memory(store) => {
                 let mut files = lock(&store.files);
@@ -792,5 +784,15 @@ impl std::ops::Deref for MappedFile {
             MappedFile::Mapped(map) => map,
             MappedFile::Owned(bytes) => bytes,
         }
+    }
+}
+
+/// A call on a file `from` that is gone answers false rather than failing: the callers of
+/// [`Storage::hard_link`] and [`Storage::rename`] treat a missing source as "nothing to do".
+fn source_existed(result: std::io::Result<()>) -> std::io::Result<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
 }
