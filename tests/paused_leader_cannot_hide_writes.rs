@@ -204,8 +204,7 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
         broker.wait_for_version(1);
     }
 
-    let mut java = java_cluster_moves(&bootstrap, TOPIC, JAVA_GROUP, 3000);
-    java.wait_for_line("PRODUCING");
+    let mut java = java_cluster_moves(&bootstrap, TOPIC, JAVA_GROUP, 2000);
     let producer = cluster_moves(
         &bootstrap,
         TOPIC,
@@ -253,7 +252,9 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
     consume.arg("--committed").arg(&committed);
     run(consume, "consuming on broker 2");
 
-    // Broker 2 stops; a client's produce and offset commit reach its socket meanwhile.
+    // Broker 2 stops while the Java client produces too; a client's produce and offset commit
+    // reach its socket meanwhile.
+    java.wait_for_line("PRODUCING");
     let mut stale = WireClient::connect(brokers[2].kafka);
     brokers[2].pause();
     let stale_produce = stale
