@@ -2,9 +2,10 @@
 //!
 //! Random sequences of produces (keys from a small set so they repeat, tombstones, batches
 //! in every codec, plain and idempotent producers), interleaved with cleaning passes, rolls,
-//! retention by bytes (`compact,delete`), the clock moving on and clean reopens, run against
-//! a real log (in memory and on disk) and against a model: every record produced, by offset.
-//! After every operation:
+//! retention by bytes (`compact,delete`), the clock moving on and clean reopens (after which
+//! the passes start from the cleaner checkpoint, which must hold where the last pass ended),
+//! run against a real log (in memory and on disk) and against a model: every record
+//! produced, by offset. After every operation:
 //!
 //! - the log start and end offsets are the model's (compaction never moves them; retention
 //!   moves the start);
@@ -280,7 +281,18 @@ impl Harness {
         self.log = PartitionLog::open(&self.storage, &partition_dir(), config())
             .await
             .expect("reopen");
-        self.first_dirty = 0;
+        // The next pass starts where the last one ended, from the cleaner checkpoint (and
+        // everything the model checks afterwards still holds).
+        let loaded = compaction::load_checkpoint(&self.log)
+            .await
+            .expect("cleaner checkpoint")
+            .cleaned_up_to;
+        assert_eq!(
+            loaded,
+            self.first_dirty.max(self.log.offsets().log_start_offset),
+            "the checkpoint holds where the last pass ended"
+        );
+        self.first_dirty = loaded;
     }
 
     /// The latest record of every key at or after the log start.

@@ -7,14 +7,18 @@
 //! by offset. Then it runs this test binary again as a cleaner process that passes over
 //! the log again and again with its I/O throttled (so a pass takes a while and holds many
 //! swaps), printing a line once it has started, and kills it with SIGKILL a random
-//! 1–400 ms later. The test reopens the log (recovery completes or rolls back an
-//! interrupted swap) and checks that
+//! 1–400 ms later. Each cleaner process starts where the previous one's last pass ended,
+//! from the log's cleaner checkpoint (so a kill can also land while it is written, and a
+//! wrong checkpoint would let a tombstone go while an older value of its key stays). The
+//! test reopens the log (recovery completes or rolls back an interrupted swap) and checks
+//! that
 //!
 //! - every record read is the model's record at its offset, offsets increase, the log
 //!   start and end are unchanged;
 //! - the latest value of every key is there at its offset; a key whose latest record is a
 //!   tombstone has that tombstone or nothing, and never an older value;
-//! - no `.cleaned` file is left.
+//! - no `.cleaned` file is left, and the cleaner checkpoint, when there is one, reads whole
+//!   and names an offset within the log.
 //!
 //! The seed is printed and can be replayed with `KAAS_COMPACTION_KILL_SEED`.
 
@@ -180,7 +184,10 @@ fn cleaner(root: PathBuf) {
             out.write_all(b"cleaning\n").expect("stdout");
             out.flush().expect("stdout");
         }
-        let mut first_dirty = 0;
+        let mut first_dirty = compaction::load_checkpoint(&log)
+            .await
+            .expect("checkpoint")
+            .cleaned_up_to;
         let mut now = kaas_engine::log_manager::now_ms();
         loop {
             let throttle = Throttle::new(Some(400 << 10));
@@ -217,6 +224,15 @@ fn verify(root: &Path, round: u64, model: &BTreeMap<u64, (Vec<u8>, Option<Vec<u8
             leftovers.is_empty(),
             "round {round}: left over: {leftovers:?}"
         );
+        let checkpoint_file = root.join(partition_dir()).join("cleaner-offset-checkpoint");
+        if let Ok(bytes) = std::fs::read(&checkpoint_file) {
+            let checkpoint = compaction::CleanerCheckpoint::decode(&bytes)
+                .unwrap_or_else(|error| panic!("round {round}: torn checkpoint: {error}"));
+            assert!(
+                checkpoint.cleaned_up_to <= log.offsets().log_end_offset,
+                "round {round}: {checkpoint:?}"
+            );
+        }
         let offsets = log.offsets();
         let end = model.keys().next_back().map_or(0, |o| o + 1);
         assert_eq!((offsets.log_start_offset, offsets.log_end_offset), (0, end));
