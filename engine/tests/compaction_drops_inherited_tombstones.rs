@@ -2,8 +2,9 @@
 //! `delete.retention.ms` has passed since the pass that cleaned it, and the cleaned log
 //! survives a reopen at the same epoch and a takeover at the next, record for record.
 //!
-//! A leader at fence epoch 1 writes values for 8 keys, then tombstones for 4 of them, and
-//! rolls, so every record sits in sealed segments, and closes. A takeover at epoch 2
+//! A leader at fence epoch 1 writes 3 values for each of 8 keys and rolls, then tombstones
+//! for 4 of them and rolls again (a segment of tombstones only, whose copy grows when its
+//! batches get their horizons), so every record sits in sealed segments, and closes. A takeover at epoch 2
 //! inherits all of them (hard links to epoch 1's files, bounded by their counted length).
 //! Its pass at `NOW` (a fake clock) must keep one value per live key and the 4 tombstones,
 //! and no older value of a deleted key. The log is reopened at epoch 2 (the cleaned
@@ -30,7 +31,7 @@ const DELETED: u32 = 4;
 
 fn config() -> LogConfig {
     LogConfig {
-        segment_bytes: 2_048,
+        segment_bytes: 1 << 20,
         retention_age: None,
         compaction: Some(CompactionConfig {
             min_cleanable_dirty_ratio: 0.0,
@@ -91,6 +92,16 @@ fn keys(records: &Records) -> Vec<&str> {
     records.values().map(|(key, _)| key.as_str()).collect()
 }
 
+async fn roll(log: &PartitionLog) {
+    let mut rolled = log.config();
+    rolled.segment_bytes = 1;
+    log.set_config(rolled);
+    log.roll_if_aged(NOW).await.expect("roll");
+    log.set_config(config());
+    // Waits for the roll's seal: only sealed segments are cleanable.
+    log.checkpoint().await.expect("checkpoint");
+}
+
 async fn clean(log: &PartitionLog, now_ms: i64) -> compaction::PassOutcome {
     let config = log.config().compaction.expect("compacted");
     let first_dirty = compaction::load_checkpoint(log)
@@ -131,6 +142,9 @@ fn compaction_drops_inherited_tombstones() {
                     .expect("append");
             }
         }
+        roll(&first).await;
+        // A segment of tombstones only: cleaning removes nothing from it, so giving its
+        // batches their horizons makes its copy longer than the inherited file.
         for key in 0..DELETED {
             let key = format!("key-{key}").into_bytes();
             let produced = batch::encode_batch_for_tests(&[(Some(&key), None)], NOW, -1, 0, -1);
@@ -139,11 +153,7 @@ fn compaction_drops_inherited_tombstones() {
                 .await
                 .expect("append");
         }
-        let mut rolled = first.config();
-        rolled.segment_bytes = 1;
-        first.set_config(rolled);
-        first.roll_if_aged(NOW).await.expect("roll");
-        first.checkpoint().await.expect("checkpoint");
+        roll(&first).await;
         let end = first.offsets().log_end_offset;
         first.close().await.expect("close");
 
