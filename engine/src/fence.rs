@@ -65,8 +65,8 @@
 //!   most a swap it checked just before E's claim lands after it, in a name E never reads.
 //! - Write its cleaner checkpoint, which E copies in step 2 and may find written after its
 //!   claim: O writes one only after a token check that follows every swap the value
-//!   counts on ([`crate::compaction`]'s `cleaner_checkpoint`), so those swaps came before
-//!   E superseded O, and the files E linked hold them.
+//!   counts on ([`crate::compaction::cleaner_checkpoint`]), so those swaps came before E
+//!   superseded O, and the files E linked hold them.
 //!
 //! # Adopting a cleaned segment
 //!

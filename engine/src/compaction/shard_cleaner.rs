@@ -194,6 +194,8 @@ impl ShardCleaner {
         let known = self.first_dirty.borrow().get(id).copied();
         let first_dirty = match known {
             Some((known_epoch, first_dirty)) if known_epoch == epoch => first_dirty,
+            // A fenced or poisoned log is not cleaned; it is left alone until it closes.
+            _ if log.is_fenced() || log.is_poisoned() => return None,
             _ => {
                 let checkpoint = match partition_cleaner::load_checkpoint(log).await {
                     Ok(checkpoint) => checkpoint,
