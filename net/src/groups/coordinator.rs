@@ -83,6 +83,9 @@ pub struct GroupCoordinator {
     /// Stores being deleted: a group reopened meanwhile waits for the deletion first.
     deleting: RefCell<HashMap<String, Deleting>>,
     loaded: Cell<bool>,
+    /// Cluster mode: a group not loaded yet is loaded from its store by the first request
+    /// that looks it up, so a group that moved here keeps its offsets and members.
+    loads_on_demand: Cell<bool>,
     view: std::sync::Arc<ViewHandle>,
     /// The topics of the last cluster view seen, as consumer groups assign them; rebuilt
     /// only when a new view is published.
@@ -112,6 +115,7 @@ impl GroupCoordinator {
             groups: RefCell::new(HashMap::new()),
             deleting: RefCell::new(HashMap::new()),
             loaded: Cell::new(false),
+            loads_on_demand: Cell::new(false),
             next_retention_check_ms: Cell::new(
                 monotonic_ms().saturating_add(config_check_interval(&config)),
             ),
@@ -172,6 +176,7 @@ impl GroupCoordinator {
     /// Starts with no group loaded (cluster mode: a group loads from its store when it is
     /// adopted or on its first request the view routes here, never all groups of the volume).
     pub fn start_empty(&self) {
+        self.loads_on_demand.set(true);
         self.loaded.set(true);
     }
 
@@ -251,9 +256,16 @@ impl GroupCoordinator {
         }
     }
 
-    /// The group if it exists.
+    /// The group if it exists. In cluster mode a group that is not loaded but has a store on
+    /// the volume (it moved here, or was never touched since start-up) is loaded first, as
+    /// Kafka's new coordinator loads a group before it answers for it: a member that
+    /// committed on the previous coordinator is known here, never GROUP_ID_NOT_FOUND.
     pub async fn find(&self, group_id: &str) -> Result<Option<Rc<Group>>, ErrorCode> {
         self.check_ready()?;
+        let loaded = self.groups.borrow().contains_key(group_id);
+        if !loaded {
+            return self.load_if_stored(group_id).await;
+        }
         let opening = match self.groups.borrow().get(group_id) {
             None => return Ok(None),
             Some(Slot::Ready(group)) => Ok(group.clone()),
@@ -265,6 +277,28 @@ impl GroupCoordinator {
         };
         self.forget_if_fenced(&group)?;
         Ok(Some(group))
+    }
+
+    /// Cluster mode: loads `group_id` from its store if it has one (None otherwise, and
+    /// always None in standalone mode, where [`load`](Self::load) loaded every stored group).
+    async fn load_if_stored(&self, group_id: &str) -> Result<Option<Rc<Group>>, ErrorCode> {
+        if !self.loads_on_demand.get() || self.deleting.borrow().contains_key(group_id) {
+            return Ok(None);
+        }
+        match crate::groups::stored::has_store(&self.storage, group_id).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(error) => {
+                tracing::error!(group = %group_id, %error, "looking for a group store");
+                return Err(store_error_code(&error));
+            }
+        }
+        // Deleted while the directory was read: gone, not to be recreated empty.
+        let loaded = self.groups.borrow().contains_key(group_id);
+        if !loaded && self.deleting.borrow().contains_key(group_id) {
+            return Ok(None);
+        }
+        self.get_or_create(group_id).await.map(Some)
     }
 
     /// The group, created (with its store) if it does not exist yet.
@@ -610,6 +644,43 @@ mod tests {
                     .await
                     .expect("reopen");
                 assert_eq!(reread.offset("t", 0).map(|c| c.offset), Some(10));
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
+    }
+
+    #[test]
+    fn a_group_that_moved_here_is_loaded_by_its_first_lookup_and_a_missing_one_is_not_created() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let storage = Storage::memory();
+                let before = Arc::new(ViewHandle::new(cluster_view(4)));
+                let previous =
+                    GroupCoordinator::new(0, 1, storage.clone(), GroupConfig::default(), before);
+                previous.start_empty();
+                let view = cluster_view(4);
+                assert_eq!(commit_offset(&previous, &view, 10).await, ErrorCode::None);
+
+                // The new coordinator, on the same volume, never adopted the group.
+                let after = Arc::new(ViewHandle::new(cluster_view(6)));
+                let next =
+                    GroupCoordinator::new(0, 1, storage.clone(), GroupConfig::default(), after);
+                next.start_empty();
+                let group = next
+                    .find("g")
+                    .await
+                    .expect("ready")
+                    .expect("loaded from its store");
+                assert_eq!(group.store.offset("t", 0).map(|c| c.offset), Some(10));
+                assert_eq!(group.store.fence_epoch(), 7, "claimed at the new version");
+                assert!(next.find("never-stored").await.expect("ready").is_none());
+                assert!(
+                    !crate::groups::stored::has_store(&storage, "never-stored")
+                        .await
+                        .expect("list"),
+                    "a lookup creates nothing"
+                );
             })
             .expect("executor")
             .join()

@@ -8,7 +8,8 @@
 //! - [`coordinator`] holds the groups one shard coordinates ([`placement`]), each a
 //!   [`group::Group`]: protocol state plus its durable store; [`offsets`] is OffsetCommit,
 //!   OffsetFetch and OffsetDelete on them; [`offset_retention`] decides which offsets have
-//!   expired (`offsets.retention.minutes`).
+//!   expired (`offsets.retention.minutes`); [`stored`] tells whether a group not loaded has a
+//!   store on the volume (cluster mode loads it on its first request).
 //! - [`offsets_topic`] serves `__consumer_offsets`, read-only, derived from the groups.
 //! - [`consumer_group`] is the KIP-848 consumer group protocol (ConsumerGroupHeartbeat):
 //!   server-side assignment, member epochs and reconciliation, as pure logic.
@@ -25,3 +26,4 @@ pub mod offset_retention;
 pub mod offsets;
 pub mod offsets_topic;
 pub mod placement;
+mod stored;
