@@ -9,7 +9,6 @@ use std::sync::Arc;
 use crate::broker::cluster_view::{ClusterView, TopicInfo};
 use crate::broker::shard::Shard;
 use crate::broker::topic_admin::TopicAdmin;
-use crate::broker::topic_config::TopicConfig;
 use crate::groups::offsets_topic;
 use crate::handlers::{admin, authorized_operations, cluster_metadata, with_topic_admin};
 use crate::protocol::messages::metadata::{
@@ -86,26 +85,9 @@ async fn auto_create_topic(shard: &Rc<Shard>, name: String) -> MetadataResponseT
     let partitions = shard.config.default_partitions;
     let create_name = name.clone();
     let created = with_topic_admin(shard, move |admin_shard| async move {
-        let created = admin(&admin_shard)
-            .create(
-                &admin_shard,
-                &create_name,
-                partitions,
-                TopicConfig::default(),
-                false,
-            )
-            .await;
-        match created {
-            Ok(topic) => Ok(topic),
-            // Another client created it in the meantime.
-            Err(error) if error.code == ErrorCode::TopicAlreadyExists => admin_shard
-                .view
-                .load()
-                .topic(&create_name)
-                .cloned()
-                .ok_or(error),
-            Err(error) => Err(error),
-        }
+        admin(&admin_shard)
+            .auto_create(&admin_shard, &create_name, partitions)
+            .await
     })
     .await;
     match created {
