@@ -1,11 +1,11 @@
 //! Starting the cluster core (`--assignment-source kube`) beside the shards: its sources,
 //! and the broker's hooks (this broker's endpoint, the assignment it applied, the follower
-//! nudge).
+//! nudge, the KafkaTopic service its topic changes go to).
 
 use anyhow::{bail, Context};
 use kaas_cluster::assignment::BrokerEndpoint;
 use kaas_cluster::ids::BrokerId;
-use kaas_cluster_core::{BrokerHooks, ClusterCore, CoreOptions, Sources};
+use kaas_cluster_core::{BoxFuture, BrokerHooks, ClusterCore, CoreOptions, Sources};
 use kaas_net::broker::config::BrokerConfig;
 use kaas_net::broker::server::{cluster_dir, Broker};
 
@@ -58,6 +58,16 @@ pub fn start(
                 nudger.nudge();
             }
         }),
+        // This broker's topic changes become KafkaTopic changes, on the core's runtime.
+        tasks: broker
+            .serve_topic_changes()
+            .map(|requests| {
+                Box::pin(kaas_cluster_kube::topic_requests::serve_from_environment(
+                    requests,
+                )) as BoxFuture
+            })
+            .into_iter()
+            .collect(),
     };
     let options = CoreOptions::new(
         &cluster_dir(data_dir),
