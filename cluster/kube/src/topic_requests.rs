@@ -191,6 +191,7 @@ mod tests {
         let description = TopicDescription {
             name: topic(),
             resource_name: "orders".into(),
+            uid: None,
             partitions: 1,
             topic_id: None,
             configs: Default::default(),
