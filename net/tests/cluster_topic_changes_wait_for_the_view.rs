@@ -10,7 +10,7 @@
 //!   partitions, an existing topic are refused without a request), validate-only requests are
 //!   never sent, and the topic id sent is the one answered and then served;
 //! - IncrementalAlterConfigs sends only the keys it changed; group configs are refused;
-//! - Metadata with auto-creation creates through the same path.
+//! - Metadata with auto-creation creates through the same path (never `__consumer_offsets`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -383,6 +383,12 @@ fn topic_changes_are_sent_validated_and_answered_once_the_view_shows_them() {
         log.lock().unwrap().last(),
         Some(TopicChange::Create { partitions: 2, .. })
     ));
+
+    // The coordinators' internal topic is never auto-created.
+    let before = sent();
+    let internal = client.metadata("__consumer_offsets", true);
+    assert_eq!(internal.error_code, 3, "{internal:?}");
+    assert_eq!(sent(), before);
 
     // Deleted: answered once Metadata no longer has it.
     let request = DeleteTopicsRequest {
