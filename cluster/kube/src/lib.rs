@@ -7,7 +7,8 @@
 //! On top of those, the cluster core's sources ([`core_sources::kube_sources`]): the Lease
 //! campaign ([`lease_campaign`]), the EndpointSlice and KafkaTopic watches
 //! ([`endpoint_watch`], [`topic_watch`]) and the mirror ([`mirror_sink`]), which implement
-//! `kaas-cluster-core`'s traits.
+//! `kaas-cluster-core`'s traits; and the service that carries the brokers' topic changes out
+//! on the KafkaTopics ([`topic_requests`]).
 //!
 //! Every type here runs on a tokio runtime (kube's client is tokio-based): the cluster core's
 //! thread, never a glommio shard.
@@ -27,6 +28,7 @@ pub mod lease;
 pub mod lease_campaign;
 pub mod mirror_sink;
 pub mod startup_probe;
+pub mod topic_requests;
 pub mod topic_store;
 pub mod topic_watch;
 

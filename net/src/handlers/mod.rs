@@ -56,7 +56,8 @@ use kaas_engine::producer_state::ProducerStateError;
 use kaas_engine::EngineError;
 
 use crate::broker::shard::Shard;
-use crate::broker::topic_admin::{TopicAdmin, TopicError};
+use crate::broker::topic_admin::TopicError;
+use crate::broker::topic_changes::TopicChanges;
 use crate::protocol::ErrorCode;
 
 /// The leader epoch of every partition of a standalone broker.
@@ -130,27 +131,18 @@ pub fn check_leader_epoch(current_leader_epoch: i32, leader_epoch: i32) -> Error
     }
 }
 
-/// Runs a topic change on shard 0, where the topic admin lives.
+/// Runs a topic change on shard 0, where the topic changes live (standalone: the topic
+/// admin; cluster mode: the way to the cluster core's KafkaTopic service).
 pub async fn with_topic_admin<R, F, Fut>(shard: &Rc<Shard>, change: F) -> Result<R, TopicError>
 where
     F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<R, TopicError>> + 'static,
     R: Send + 'static,
 {
-    if shard.config.cluster.is_some() {
-        // The assignment is the one source of topics in cluster mode; a topic change made
-        // here would be one broker's alone.
-        return Err(TopicError {
-            code: ErrorCode::InvalidRequest,
-            message:
-                "topics are managed by the cluster assignment (assignment.json) in cluster mode"
-                    .into(),
-        });
-    }
     let result = shard
         .router
         .call(shard, 0, move |admin_shard| async move {
-            if admin_shard.topic_admin.is_none() {
+            if admin_shard.topic_changes.is_none() {
                 return Err(TopicError {
                     code: ErrorCode::NotController,
                     message: "topic changes run on shard 0".into(),
@@ -167,9 +159,9 @@ where
     })
 }
 
-/// The topic admin of a shard that is known to have one (shard 0).
-pub fn admin(shard: &Shard) -> &TopicAdmin {
-    match &shard.topic_admin {
+/// The topic changes of a shard that is known to have them (shard 0).
+pub fn admin(shard: &Shard) -> &TopicChanges {
+    match &shard.topic_changes {
         Some(admin) => admin,
         None => unreachable!("with_topic_admin checks for the admin before calling"),
     }
