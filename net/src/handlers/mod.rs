@@ -1,7 +1,8 @@
 //! One module per Kafka API: each turns a decoded request into a response.
 //!
-//! Partition-scoped APIs (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords)
-//! group their partitions by owner shard and hop once per shard ([`partition_work`]); topic
+//! Partition-scoped APIs (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords,
+//! DescribeLogDirs, DescribeProducers) go through one pipeline ([`partition_request`]):
+//! resolve each partition against the view, hop once per owner shard, gather; topic
 //! changes hop to shard 0, where the topic admin runs; group APIs hop to the group's
 //! coordinator shard ([`group_hop`]).
 
@@ -42,7 +43,7 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
-pub mod partition_work;
+pub mod partition_request;
 pub mod produce;
 pub mod sync_group;
 
@@ -116,18 +117,6 @@ pub fn batch_error_code(error: &BatchError) -> ErrorCode {
                 ErrorCode::InvalidRecord
             }
         }
-    }
-}
-
-/// Checks a client's `current_leader_epoch` against the partition's `leader_epoch` (-1 means
-/// "not given"): an older one is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, as
-/// Kafka answers, so the client refreshes its metadata.
-pub fn check_leader_epoch(current_leader_epoch: i32, leader_epoch: i32) -> ErrorCode {
-    match current_leader_epoch {
-        -1 => ErrorCode::None,
-        epoch if epoch > leader_epoch => ErrorCode::UnknownLeaderEpoch,
-        epoch if epoch < leader_epoch => ErrorCode::FencedLeaderEpoch,
-        _ => ErrorCode::None,
     }
 }
 
