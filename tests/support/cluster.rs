@@ -23,6 +23,8 @@ pub struct Broker {
     args: Vec<String>,
     env: Vec<(String, String)>,
     child: Option<Child>,
+    /// Between [`Broker::pause`] and [`Broker::resume`].
+    pub paused: bool,
 }
 
 impl Broker {
@@ -36,6 +38,7 @@ impl Broker {
             args: vec!["--assignment-source".into(), "file".into()],
             env: Vec::new(),
             child: None,
+            paused: false,
         }
     }
 
@@ -58,6 +61,7 @@ impl Broker {
             args: args.to_vec(),
             env: env.to_vec(),
             child: None,
+            paused: false,
         }
     }
 
@@ -148,12 +152,14 @@ impl Broker {
     /// kernel paused, as a long GC pause or a stalled VM would).
     pub fn pause(&mut self) {
         self.signal(libc::SIGSTOP);
+        self.paused = true;
     }
 
     /// SIGCONT after [`Broker::pause`]: it carries on where it stopped, still believing
     /// whatever it believed.
     pub fn resume(&mut self) {
         self.signal(libc::SIGCONT);
+        self.paused = false;
     }
 
     fn signal(&mut self, signal: i32) {
@@ -181,6 +187,7 @@ impl Broker {
     }
 
     pub fn kill9(&mut self) {
+        self.paused = false;
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

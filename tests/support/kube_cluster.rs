@@ -236,12 +236,12 @@ impl KubeCluster {
         }
     }
 
-    /// Waits until every running broker's `/healthz` shows assignment `version` or a later
-    /// one (at most 30 s).
+    /// Waits until every running broker that is not paused shows assignment `version` or a
+    /// later one on `/healthz` (at most 30 s).
     pub fn wait_until_applied(&mut self, version: u64) {
         let deadline = Instant::now() + Duration::from_secs(30);
         for broker in &mut self.brokers {
-            if !broker.is_running() {
+            if !broker.is_running() || broker.paused {
                 continue;
             }
             loop {
