@@ -22,12 +22,23 @@ pub struct Cli {
     /// Port clients are told to connect to (default: the listen port).
     #[arg(long, env = "KAAS_ADVERTISED_PORT")]
     pub advertised_port: Option<u16>,
-    /// Where a broker of a cluster (`MY_POD_NAME` set) learns the assignment: `file` follows
-    /// `<data-dir>/__cluster/assignment.json`, written by a test or an operator; `kube` runs
-    /// the cluster core (the Lease controller and the heartbeat), which needs the Kubernetes
-    /// adapters.
-    #[arg(long, env = "KAAS_ASSIGNMENT_SOURCE", value_enum, default_value_t = AssignmentSource::File)]
+    /// Where a broker of a cluster (`MY_POD_NAME` set) learns the assignment: `kube` runs the
+    /// cluster core (the `kaas-controller` Lease, EndpointSlices, KafkaTopics and the
+    /// heartbeat; the Lease holder writes `assignment.json`); `file` only follows
+    /// `<data-dir>/__cluster/assignment.json`, written by a test or an operator.
+    #[arg(long, env = "KAAS_ASSIGNMENT_SOURCE", value_enum, default_value_t = AssignmentSource::Kube)]
     pub assignment_source: AssignmentSource,
+    /// How long the controller Lease stays held without a renewal (`leaseDurationSeconds`,
+    /// written in whole seconds, at least 1); another broker takes over after it.
+    #[arg(long, env = "KAAS_LEASE_DURATION_MS", default_value_t = 15_000)]
+    pub lease_duration_ms: u64,
+    /// How often the controller Lease is read, and renewed while held; the holder stops
+    /// writing assignments one renew period before the lease duration runs out.
+    #[arg(long, env = "KAAS_LEASE_RENEW_PERIOD_MS", default_value_t = 2_000)]
+    pub lease_renew_period_ms: u64,
+    /// The Service whose EndpointSlices say which brokers are ready.
+    #[arg(long, env = "KAAS_SERVICE_NAME", default_value = "kaas")]
+    pub service_name: String,
     /// Address of the admin HTTP endpoint (`/healthz`, `/metrics`).
     #[arg(long, env = "KAAS_ADMIN_LISTEN", default_value = "0.0.0.0:9644")]
     pub admin_listen: SocketAddr,
@@ -119,6 +130,9 @@ impl Cli {
                 );
             }
             self.check_heartbeat_listen()?;
+            if self.assignment_source == AssignmentSource::Kube {
+                self.check_lease_timing()?;
+            }
             config.node_id = broker_id;
             config.cluster = Some(ClusterSettings { broker_id });
         }
@@ -139,6 +153,23 @@ impl Cli {
         config.groups = self.groups.group_config();
         config.cleaner = self.cleaner.cleaner_config();
         Ok(config)
+    }
+
+    /// The Lease's timing: a whole second at least (the API server's smallest duration), and
+    /// a renew period short enough to renew at least twice before the holder must stop.
+    fn check_lease_timing(&self) -> Result<(), String> {
+        let (duration, period) = (self.lease_duration_ms, self.lease_renew_period_ms);
+        if duration < 1_000 {
+            return Err(format!(
+                "--lease-duration-ms {duration} is below 1000: the Lease counts whole seconds, at least one"
+            ));
+        }
+        if period == 0 || period.saturating_mul(3) > duration {
+            return Err(format!(
+                "--lease-renew-period-ms {period} must be above 0 and at most a third of --lease-duration-ms {duration}"
+            ));
+        }
+        Ok(())
     }
 
     /// `--heartbeat-listen` must name a fixed port (brokers dial it from the Lease
@@ -203,13 +234,62 @@ mod tests {
         assert_eq!(kube.assignment_source, AssignmentSource::Kube);
         assert_eq!(
             Cli::parse_from(["kaas"]).assignment_source,
-            AssignmentSource::File,
-            "file stays the default"
+            AssignmentSource::Kube,
+            "kube is the default"
         );
         let standalone = cli.broker_config(None).expect("valid");
         assert_eq!(standalone.cluster, None);
         let in_memory = Cli::parse_from(["kaas", "--in-memory"]);
         assert!(in_memory.broker_config(Some("kaas-0")).is_err());
+    }
+
+    #[test]
+    fn the_lease_timing_has_defaults_and_is_checked_for_the_kube_source() {
+        let default = Cli::parse_from(["kaas"]);
+        assert_eq!(
+            (
+                default.lease_duration_ms,
+                default.lease_renew_period_ms,
+                default.service_name.as_str()
+            ),
+            (15_000, 2_000, "kaas")
+        );
+        let short = Cli::parse_from([
+            "kaas",
+            "--lease-duration-ms",
+            "3000",
+            "--lease-renew-period-ms",
+            "500",
+            "--service-name",
+            "brokers",
+        ]);
+        assert!(short.broker_config(Some("kaas-0")).is_ok());
+        assert_eq!(short.service_name, "brokers");
+        for (duration, period) in [("900", "100"), ("3000", "1001"), ("3000", "0")] {
+            let cli = Cli::parse_from([
+                "kaas",
+                "--lease-duration-ms",
+                duration,
+                "--lease-renew-period-ms",
+                period,
+            ]);
+            let refused = cli.broker_config(Some("kaas-0")).expect_err(duration);
+            assert!(refused.contains("--lease-"), "{refused}");
+            assert!(cli.broker_config(None).is_ok(), "standalone ignores it");
+            let file = Cli::parse_from([
+                "kaas",
+                "--lease-duration-ms",
+                duration,
+                "--lease-renew-period-ms",
+                period,
+                "--assignment-source",
+                "file",
+            ]);
+            assert!(
+                file.broker_config(Some("kaas-0")).is_ok(),
+                "no Lease with file"
+            );
+        }
     }
 
     #[test]

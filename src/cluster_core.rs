@@ -1,11 +1,16 @@
-//! Starting the cluster core (`--assignment-source kube`) beside the shards: its sources,
-//! and the broker's hooks (this broker's endpoint, the assignment it applied, the follower
-//! nudge).
+//! Starting the cluster core (`--assignment-source kube`, the default in cluster mode)
+//! beside the shards: its sources, the Kubernetes adapters, and the broker's hooks (this
+//! broker's endpoint, the assignment it applied, the follower nudge).
 
-use anyhow::{bail, Context};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
 use kaas_cluster::assignment::BrokerEndpoint;
 use kaas_cluster::ids::BrokerId;
 use kaas_cluster_core::{BrokerHooks, ClusterCore, CoreOptions, Sources};
+use kaas_cluster_kube::lease_campaign::CampaignOptions;
+use kaas_cluster_kube::startup_probe::probe_blocking;
+use kaas_cluster_kube::{kube_sources, KubeEnvironment, SharedContext};
 use kaas_net::broker::config::BrokerConfig;
 use kaas_net::broker::server::{cluster_dir, Broker};
 
@@ -13,17 +18,39 @@ use crate::cli::{AssignmentSource, Cli};
 
 /// The sources of the cluster core, or `None` when this broker does not run one (standalone,
 /// or `--assignment-source file`). Checked before the broker starts, so a broker that cannot
-/// run its source never serves.
-pub fn sources(cli: &Cli, config: &BrokerConfig) -> anyhow::Result<Option<Sources>> {
-    if config.cluster.is_none() {
+/// reach Kubernetes (no configuration, no API server, a missing RBAC rule or CRD) never
+/// serves: the error names the verb and the resource that failed.
+pub fn sources(
+    cli: &Cli,
+    config: &BrokerConfig,
+    pod_name: Option<&str>,
+) -> anyhow::Result<Option<Sources>> {
+    let (Some(_), Some(pod_name)) = (&config.cluster, pod_name) else {
         return Ok(None);
-    }
+    };
     match cli.assignment_source {
         AssignmentSource::File => Ok(None),
-        AssignmentSource::Kube => bail!(
-            "--assignment-source kube needs the Kubernetes Lease, EndpointSlice and KafkaTopic \
-             adapters, which this build does not include yet; use --assignment-source file"
-        ),
+        AssignmentSource::Kube => {
+            let environment = KubeEnvironment::infer_blocking().map_err(|error| {
+                anyhow!("--assignment-source kube: {error} (use --assignment-source file to follow assignment.json alone)")
+            })?;
+            probe_blocking(&environment, &cli.service_name).map_err(|error| {
+                anyhow!(
+                    "--assignment-source kube: {error} (the broker needs the API server, the \
+                     CRDs of deploy/crds and the RBAC rules of deploy/)"
+                )
+            })?;
+            let campaign = CampaignOptions::new(
+                pod_name,
+                Duration::from_millis(cli.lease_duration_ms),
+                Duration::from_millis(cli.lease_renew_period_ms),
+            );
+            Ok(Some(kube_sources(
+                SharedContext::from_environment(environment),
+                campaign,
+                &cli.service_name,
+            )))
+        }
     }
 }
 

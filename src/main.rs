@@ -41,7 +41,7 @@ fn main() -> anyhow::Result<()> {
         Ok(config) => config,
         Err(reason) => bail!(reason),
     };
-    let core_sources = cluster_core::sources(&cli, &config)?;
+    let core_sources = cluster_core::sources(&cli, &config, pod_name.as_deref())?;
     // Environment problems (seccomp, memlock, no O_DIRECT, an unshared volume) are found here,
     // before any shard exists, and each exits with its own code and a paragraph saying why.
     if let Err(refusal) = startup_checks::run(&config) {

@@ -147,7 +147,10 @@ fn a_volume_without_the_other_brokers_markers_is_not_shared() {
     let data = dir.path().join("data");
     // A minute-old assignment naming brokers 1 and 2, which never wrote to this volume.
     write_assignment(&data, Duration::from_secs(60));
-    let (mut command, _) = kaas(&["env", "MY_POD_NAME=kaas-0"], &data);
+    let (mut command, _) = kaas(
+        &["env", "MY_POD_NAME=kaas-0", "KAAS_ASSIGNMENT_SOURCE=file"],
+        &data,
+    );
     let (code, stderr) = run_to_exit(&mut command);
     assert_eq!(code, Some(13), "{stderr}");
     assert!(stderr.contains("does not look shared"), "{stderr}");
@@ -160,13 +163,19 @@ fn a_volume_without_the_other_brokers_markers_is_not_shared() {
     for other in [1, 2] {
         std::fs::write(data.join(format!("__cluster/brokers/{other}")), "x\n").expect("marker");
     }
-    let (mut command, admin) = kaas(&["env", "MY_POD_NAME=kaas-0"], &data);
+    let (mut command, admin) = kaas(
+        &["env", "MY_POD_NAME=kaas-0", "KAAS_ASSIGNMENT_SOURCE=file"],
+        &data,
+    );
     starts_and_stops(&mut command, admin);
 
     // A fresh assignment may name brokers still starting: no refusal.
     let fresh = tempfile::tempdir().expect("tempdir");
     let fresh_data = fresh.path().join("data");
     write_assignment(&fresh_data, Duration::ZERO);
-    let (mut command, admin) = kaas(&["env", "MY_POD_NAME=kaas-0"], &fresh_data);
+    let (mut command, admin) = kaas(
+        &["env", "MY_POD_NAME=kaas-0", "KAAS_ASSIGNMENT_SOURCE=file"],
+        &fresh_data,
+    );
     starts_and_stops(&mut command, admin);
 }

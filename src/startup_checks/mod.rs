@@ -8,6 +8,7 @@
 mod direct_io;
 mod io_uring;
 mod memlock;
+mod mount_caching;
 mod shared_volume;
 
 use kaas_net::broker::config::BrokerConfig;
@@ -23,6 +24,9 @@ pub enum ExitCode {
     NoDirectIo = 12,
     /// Cluster mode: brokers named by the assignment left no marker on this volume.
     VolumeNotShared = 13,
+    /// Cluster mode: the data directory is on NFS with lookup or directory attribute
+    /// caching on, which would hide the partition fence's claims from a stale leader.
+    FenceUnsafeCaching = 14,
 }
 
 /// A refused start: the code to exit with and the paragraph to print.
@@ -45,6 +49,7 @@ pub fn run(config: &BrokerConfig) -> Result<(), Refusal> {
     if let Some(data_dir) = &config.data_dir {
         direct_io::check(data_dir)?;
         if let Some(cluster) = &config.cluster {
+            mount_caching::check(data_dir)?;
             shared_volume::check(data_dir, cluster.broker_id)?;
         }
     }

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::broker_side::BrokerSide;
 use crate::clock::Clock;
-use crate::sources::{LeaseEvent, LeaseSource};
+use crate::sources::{LeaseEvent, LeaseSource, MirrorSink};
 use crate::volume::Volume;
 
 /// How often the controller ticks (the alive-set poll; also where failed steps are retried).
@@ -46,6 +46,7 @@ pub(crate) struct ControllerLoop {
     pub(crate) volume: Volume,
     pub(crate) server: HeartbeatServer,
     pub(crate) lease: Box<dyn LeaseSource>,
+    pub(crate) mirror: Option<Box<dyn MirrorSink>>,
     pub(crate) broker: BrokerSide,
     pub(crate) tick: Duration,
     /// A `ReadVolume` that failed, to be retried at the next tick.
@@ -70,11 +71,18 @@ impl ControllerLoop {
             volume,
             server,
             lease,
+            mirror: None,
             broker,
             tick,
             retry_read: false,
             retry_record: None,
         }
+    }
+
+    /// Mirrors every written assignment into `mirror` (started already).
+    pub(crate) fn with_mirror(mut self, mirror: Option<Box<dyn MirrorSink>>) -> Self {
+        self.mirror = mirror;
+        self
     }
 
     /// Runs until `stop` fires (or its sender is dropped), then steps the controller with
@@ -238,14 +246,14 @@ impl ControllerLoop {
             Action::PushAssignmentChanged { epoch, version } => {
                 self.server.push_assignment_changed(version, epoch);
             }
-            Action::MirrorAssignment(assignment) => {
-                // The KafkaClusterAssignments mirror is the Kubernetes adapter's; nobody reads
-                // it back, so without that adapter there is nothing to do.
-                tracing::debug!(
+            Action::MirrorAssignment(assignment) => match self.mirror.as_mut() {
+                // Fire-and-forget: the sink sends it (and logs its failures) on its own.
+                Some(mirror) => mirror.publish(&assignment),
+                None => tracing::debug!(
                     version = assignment.version().0,
                     "no assignment mirror configured"
-                );
-            }
+                ),
+            },
             Action::ReleaseLease { epoch } => {
                 tracing::info!(epoch = epoch.0, "releasing the controller Lease");
                 let release = self.lease.release(epoch);

@@ -167,6 +167,9 @@ async fn run(
         endpoints: sources.endpoints.start(),
         topics: sources.topics.start(),
     };
+    if let Some(mirror) = sources.mirror.as_mut() {
+        mirror.start();
+    }
     let broker = BrokerSide::start(broker, options.client);
     let core = ControllerLoop::new(
         Controller::new(options.controller),
@@ -176,7 +179,8 @@ async fn run(
         sources.lease,
         broker,
         options.tick,
-    );
+    )
+    .with_mirror(sources.mirror);
     let _ = ready.send(Ok(heartbeat_addr));
     core.run(inlets, stopped).await;
 }

@@ -21,4 +21,6 @@ mod volume;
 
 pub use broker_side::BrokerHooks;
 pub use core_thread::{ClusterCore, CoreError, CoreOptions};
-pub use sources::{BoxFuture, EndpointSource, LeaseEvent, LeaseSource, Sources, TopicSource};
+pub use sources::{
+    BoxFuture, EndpointSource, LeaseEvent, LeaseSource, MirrorSink, Sources, TopicSource,
+};

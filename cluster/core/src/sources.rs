@@ -1,6 +1,7 @@
 //! What the cluster core learns from outside the volume and the heartbeat: the controller
-//! Lease, the EndpointSlice's ready brokers and the KafkaTopic set. The Kubernetes adapters
-//! implement these traits; tests implement them with in-process fakes. Each source is handed
+//! Lease, the EndpointSlice's ready brokers and the KafkaTopic set; and where it mirrors the
+//! assignments it writes (optional). The Kubernetes adapters implement these traits; tests
+//! implement them with in-process fakes. Each source is handed
 //! to the core thread and started there ([`LeaseSource::start`] and the others), on the
 //! core's tokio runtime, and reports through an unbounded channel the core keeps draining.
 
@@ -9,6 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
+use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::{BrokerId, ControllerEpoch, TopicName};
 use kaas_cluster::view::TopicInfo;
 use kaas_cluster_heartbeat::ControllerEndpoint;
@@ -70,7 +72,18 @@ pub trait TopicSource: Send + 'static {
     fn start(&mut self) -> mpsc::UnboundedReceiver<BTreeMap<TopicName, TopicInfo>>;
 }
 
-/// The three sources the controller loop takes its outside inputs from.
+/// A copy of each assignment the controller writes, for people (`kubectl get
+/// kafkaclusterassignments`); nobody reads it back. Fire-and-forget: `publish` must return
+/// at once and never fail, the sink logs its own failures.
+pub trait MirrorSink: Send + 'static {
+    /// Starts the sink on the current tokio runtime.
+    fn start(&mut self);
+
+    /// Hands over the assignment just written (a newer one may replace it unsent).
+    fn publish(&mut self, assignment: &Assignment);
+}
+
+/// The three sources the controller loop takes its outside inputs from, and the mirror.
 pub struct Sources {
     /// The Lease.
     pub lease: Box<dyn LeaseSource>,
@@ -78,4 +91,6 @@ pub struct Sources {
     pub endpoints: Box<dyn EndpointSource>,
     /// The KafkaTopics.
     pub topics: Box<dyn TopicSource>,
+    /// Where written assignments are mirrored; `None` mirrors nothing.
+    pub mirror: Option<Box<dyn MirrorSink>>,
 }

@@ -13,7 +13,7 @@ use kaas_cluster::ids::{AssignmentVersion, BrokerId, ControllerEpoch, TopicName}
 use kaas_cluster::view::TopicInfo;
 use kaas_cluster_core::{
     BoxFuture, BrokerHooks, ClusterCore, CoreOptions, EndpointSource, LeaseEvent, LeaseSource,
-    Sources, TopicSource,
+    MirrorSink, Sources, TopicSource,
 };
 use kaas_cluster_file::{AssignmentSink, FileFollower, FollowerOptions, ASSIGNMENT_FILE};
 use kaas_cluster_heartbeat::{ClientOptions, ControllerEndpoint, HeartbeatClient};
@@ -66,6 +66,27 @@ impl TopicSource for FakeWatch<BTreeMap<TopicName, TopicInfo>> {
     }
 }
 
+/// The mirror: the versions published to it, and whether it was started first.
+#[derive(Default)]
+struct MirrorLog {
+    started: bool,
+    published: Vec<AssignmentVersion>,
+}
+
+struct FakeMirror(Arc<Mutex<MirrorLog>>);
+
+impl MirrorSink for FakeMirror {
+    fn start(&mut self) {
+        self.0.lock().expect("mirror").started = true;
+    }
+
+    fn publish(&mut self, assignment: &Assignment) {
+        let mut log = self.0.lock().expect("mirror");
+        assert!(log.started, "published before the mirror started");
+        log.published.push(assignment.version());
+    }
+}
+
 /// The follower's sink: records what this broker applied (for its pings) and hands each
 /// accepted assignment to the test.
 struct AppliedSink {
@@ -89,6 +110,7 @@ struct Harness {
     endpoints: mpsc::UnboundedSender<BTreeSet<BrokerId>>,
     topics: mpsc::UnboundedSender<BTreeMap<TopicName, TopicInfo>>,
     log: Arc<Mutex<LeaseLog>>,
+    mirror: Arc<Mutex<MirrorLog>>,
     core: Option<ClusterCore>,
     accepted: std_mpsc::Receiver<Arc<Assignment>>,
     _follower: FileFollower,
@@ -115,6 +137,7 @@ impl Harness {
         let (endpoints, endpoint_events) = mpsc::unbounded_channel();
         let (topics, topic_events) = mpsc::unbounded_channel();
         let log = Arc::new(Mutex::new(LeaseLog::default()));
+        let mirror = Arc::new(Mutex::new(MirrorLog::default()));
         let applied = Arc::new(Mutex::new(None));
         let (accepted_sender, accepted) = std_mpsc::channel();
         let follower = FileFollower::spawn(
@@ -142,6 +165,7 @@ impl Harness {
                 }),
                 endpoints: Box::new(FakeWatch(Some(endpoint_events))),
                 topics: Box::new(FakeWatch(Some(topic_events))),
+                mirror: Some(Box::new(FakeMirror(mirror.clone()))),
             },
             BrokerHooks {
                 endpoint: endpoint(0),
@@ -162,6 +186,7 @@ impl Harness {
             endpoints,
             topics,
             log,
+            mirror,
             core: Some(core),
             accepted,
             _follower: follower,
@@ -305,6 +330,15 @@ fn a_win_writes_a_file_the_follower_accepts_and_a_departure_moves_its_partitions
     assert!(after.version() > both.version());
     assert_eq!(after.controller_epoch(), ControllerEpoch(1));
     assert!(!after.brokers().contains_key(&BrokerId(1)));
+    // Mirrored right after the write, which the follower may have seen first.
+    wait_for("the newest assignment mirrored", || {
+        harness.mirror.lock().expect("mirror").published.last() == Some(&after.version())
+    });
+    let mirrored = harness.mirror.lock().expect("mirror").published.clone();
+    assert!(
+        mirrored.contains(&both.version()),
+        "every written assignment is mirrored: {mirrored:?}"
+    );
     for (partition, (leader, epoch)) in leaders(&after) {
         let (old_leader, old_epoch) = before[&partition];
         if old_leader == 0 {

@@ -1,8 +1,14 @@
 //! Client start-up: kube's configuration inference (the in-cluster service account, else
 //! `KUBECONFIG` / `~/.kube/config`) and the namespace kaas works in: `POD_NAMESPACE` (the
 //! downward API), else the service account's namespace file.
+//!
+//! A `kube::Client` belongs to the tokio runtime it was made on, and the binary learns its
+//! configuration before the cluster core's runtime exists; so [`KubeEnvironment`] keeps the
+//! configuration, and [`SharedContext`] makes the one client the adapters share on first use,
+//! on the runtime of that use (the cluster core's).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::error::KubeAdapterError;
 
@@ -41,6 +47,103 @@ impl KubeContext {
             Path::new(SERVICE_ACCOUNT_NAMESPACE_FILE),
         )?;
         Ok(Self { client, namespace })
+    }
+}
+
+/// The client configuration and namespace found in the environment, before any client.
+#[derive(Clone)]
+pub struct KubeEnvironment {
+    /// kube's inferred configuration (in-cluster, else `KUBECONFIG`).
+    pub config: kube::Config,
+    /// The namespace (see [`namespace_from_environment`]).
+    pub namespace: String,
+}
+
+impl KubeEnvironment {
+    /// Infers the configuration and the namespace, as [`KubeContext::from_environment`]
+    /// does, and checks that a client can be built from them (TLS settings, proxy). Runs on
+    /// a runtime of its own, so it may be called from plain start-up code; sends nothing.
+    pub fn infer_blocking() -> Result<Self, KubeAdapterError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(KubeAdapterError::Runtime)?;
+        runtime.block_on(async {
+            let config = kube::Config::infer()
+                .await
+                .map_err(KubeAdapterError::Config)?;
+            let namespace = namespace_from_environment(
+                std::env::var("POD_NAMESPACE").ok(),
+                Path::new(SERVICE_ACCOUNT_NAMESPACE_FILE),
+            )?;
+            let environment = KubeEnvironment { config, namespace };
+            environment.connect()?;
+            Ok(environment)
+        })
+    }
+
+    /// A client on the current tokio runtime, in the environment's namespace.
+    pub fn connect(&self) -> Result<KubeContext, KubeAdapterError> {
+        let client =
+            kube::Client::try_from(self.config.clone()).map_err(KubeAdapterError::Client)?;
+        Ok(KubeContext::new(client, self.namespace.clone()))
+    }
+}
+
+/// One [`KubeContext`] for several adapters, made on first use on the runtime of that use.
+#[derive(Clone)]
+pub struct SharedContext {
+    source: ContextSource,
+    made: Arc<Mutex<Option<KubeContext>>>,
+}
+
+#[derive(Clone)]
+enum ContextSource {
+    Environment(Box<KubeEnvironment>),
+    Ready(KubeContext),
+}
+
+impl SharedContext {
+    /// A context made from `environment` when first asked for.
+    pub fn from_environment(environment: KubeEnvironment) -> Self {
+        SharedContext {
+            source: ContextSource::Environment(Box::new(environment)),
+            made: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// An existing context (tests, whose client is already on the right runtime).
+    pub fn ready(context: KubeContext) -> Self {
+        SharedContext {
+            source: ContextSource::Ready(context),
+            made: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// The context; made now, on the current runtime, if this is the first call.
+    pub fn get(&self) -> Result<KubeContext, KubeAdapterError> {
+        let environment = match &self.source {
+            ContextSource::Ready(context) => return Ok(context.clone()),
+            ContextSource::Environment(environment) => environment,
+        };
+        let mut made = self
+            .made
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(context) = made.as_ref() {
+            return Ok(context.clone());
+        }
+        let context = environment.connect()?;
+        *made = Some(context.clone());
+        Ok(context)
+    }
+
+    /// The namespace the adapters work in.
+    pub fn namespace(&self) -> &str {
+        match &self.source {
+            ContextSource::Environment(environment) => &environment.namespace,
+            ContextSource::Ready(context) => &context.namespace,
+        }
     }
 }
 

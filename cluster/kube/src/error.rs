@@ -22,6 +22,9 @@ pub enum KubeAdapterError {
     /// The client could not be built from the configuration (TLS, proxy).
     #[error("cannot build the Kubernetes client: {0}")]
     Client(#[source] kube::Error),
+    /// The runtime for start-up could not be made.
+    #[error("cannot start a runtime for the Kubernetes client: {0}")]
+    Runtime(#[source] std::io::Error),
     /// Neither `POD_NAMESPACE` nor the service-account namespace file names a namespace.
     #[error("no namespace: POD_NAMESPACE is unset and {path} cannot be read: {source}")]
     Namespace {

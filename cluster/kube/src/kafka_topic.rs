@@ -56,6 +56,8 @@ pub struct TopicDescription {
     pub topic_id: Option<String>,
     /// `spec.configs`.
     pub configs: BTreeMap<String, String>,
+    /// `metadata.uid` (the topic id of a resource without `spec.topicId`).
+    pub uid: Option<String>,
 }
 
 impl KafkaTopic {
@@ -79,6 +81,7 @@ impl KafkaTopic {
                 partitions: self.spec.partitions,
                 topic_id: self.spec.topic_id.clone(),
                 configs: self.spec.configs.clone(),
+                uid: self.metadata.uid.clone(),
             }),
             Err(error) => {
                 tracing::warn!(resource = %resource_name, %error, "KafkaTopic ignored: not a Kafka topic name");

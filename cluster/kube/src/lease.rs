@@ -175,7 +175,21 @@ impl ControllerLease {
         observed: Option<&LeaseRecord>,
         candidate: &Candidate,
     ) -> Result<LeaseOutcome, KubeAdapterError> {
+        self.acquire_above(observed, candidate, ControllerEpoch(0))
+            .await
+    }
+
+    /// Like [`ControllerLease::acquire`], at an epoch above `floor` too: `leaseTransitions`
+    /// becomes the larger of the observed value plus one and `floor + 1` (for a controller
+    /// that refused its epoch because the volume has seen a higher one).
+    pub async fn acquire_above(
+        &self,
+        observed: Option<&LeaseRecord>,
+        candidate: &Candidate,
+        floor: ControllerEpoch,
+    ) -> Result<LeaseOutcome, KubeAdapterError> {
         let now = MicroTime(Timestamp::now());
+        let above_floor = i32::try_from(floor.0.saturating_add(1)).unwrap_or(i32::MAX);
         match observed {
             None => {
                 let lease = Lease {
@@ -195,7 +209,7 @@ impl ControllerLease {
                         lease_duration_seconds: Some(duration_seconds(candidate.lease_duration)),
                         acquire_time: Some(now.clone()),
                         renew_time: Some(now),
-                        lease_transitions: Some(1),
+                        lease_transitions: Some(above_floor.max(1)),
                         ..LeaseSpec::default()
                     }),
                 };
@@ -211,7 +225,9 @@ impl ControllerLease {
                     lease_duration_seconds: Some(duration_seconds(candidate.lease_duration)),
                     acquire_time: Some(now.clone()),
                     renew_time: Some(now),
-                    lease_transitions: Some(observed.transitions.saturating_add(1)),
+                    lease_transitions: Some(
+                        observed.transitions.saturating_add(1).max(above_floor),
+                    ),
                     ..observed.object.spec.clone().unwrap_or_default()
                 };
                 self.write(observed, spec, Some(&candidate.heartbeat_endpoint))

@@ -2,8 +2,13 @@
 //! Lease ([`lease`]), the highest controller epoch kept on the volume
 //! ([`controller_epoch_file`]), the ready brokers of the Service's EndpointSlices
 //! ([`endpoint_slices`]), the KafkaTopic resources ([`kafka_topic`], [`topic_store`]) and the
-//! KafkaClusterAssignments mirror ([`assignment_mirror`]). The decisions (when to take the
-//! Lease, what to assign) are `kaas-cluster`'s; this crate carries them out.
+//! KafkaClusterAssignments mirror ([`assignment_mirror`]). The decisions (what to assign,
+//! when to lead) are `kaas-cluster`'s; this crate carries them out.
+//!
+//! On top of those, the cluster core's sources ([`core_sources::kube_sources`]): the Lease
+//! campaign ([`lease_campaign`]), the EndpointSlice and KafkaTopic watches
+//! ([`endpoint_watch`], [`topic_watch`]) and the mirror ([`mirror_sink`]), which implement
+//! `kaas-cluster-core`'s traits.
 //!
 //! Every type here runs on a tokio runtime (kube's client is tokio-based): the cluster core's
 //! thread, never a glommio shard.
@@ -14,11 +19,19 @@
 pub mod assignment_mirror;
 pub mod context;
 pub mod controller_epoch_file;
+pub mod core_sources;
 pub mod endpoint_slices;
+pub mod endpoint_watch;
 pub mod error;
+mod error_log;
 pub mod kafka_topic;
 pub mod lease;
+pub mod lease_campaign;
+pub mod mirror_sink;
+pub mod startup_probe;
 pub mod topic_store;
+pub mod topic_watch;
 
-pub use context::KubeContext;
+pub use context::{KubeContext, KubeEnvironment, SharedContext};
+pub use core_sources::kube_sources;
 pub use error::KubeAdapterError;

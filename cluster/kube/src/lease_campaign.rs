@@ -1,0 +1,422 @@
+//! The cluster core's [`LeaseSource`] on the `kaas-controller` Lease: one task on the
+//! core's runtime that reads the Lease every renew period, acquires it when it is free or
+//! expired, renews it while held, and reports [`LeaseEvent`]s.
+//!
+//! When the Lease counts as free: it has no holder (never held, or released); or this
+//! broker's own identity holds it (an earlier run of this pod that died without releasing:
+//! a StatefulSet never runs one pod name twice); or its `resourceVersion` has not changed for
+//! the lease duration (the larger of `--lease-duration-ms` and the Lease's own
+//! `leaseDurationSeconds`) as measured on this broker's monotonic clock from when this broker
+//! first saw that version. Expiry is judged by observation, as client-go's leader election
+//! does, not by the holder's `renewTime`, so a skewed wall clock on either side changes
+//! nothing; the price is that a broker that starts while a dead holder's Lease is there
+//! waits one full lease duration.
+//!
+//! Every acquisition raises `leaseTransitions` (the epoch), a re-acquisition by the same
+//! broker too; a renewal keeps it. The renew deadline reported with `Acquired` and `Renewed`
+//! is `sent + lease duration − renew period` on the monotonic clock, where `sent` is when the
+//! successful request was sent. Why that is safe: another broker takes the Lease over only
+//! with a compare-and-swap on the last version it saw, after that version went unchanged for
+//! a lease duration since it saw it, which is after this broker sent the write that made it;
+//! so no other broker leads before `sent + lease duration`, and the renew period is the
+//! margin for the final rename and for clocks that tick at slightly different rates.
+//!
+//! A failed request is logged (naming the verb and the resource) and tried again at the next
+//! renew period; a holder keeps its term until its deadline (the controller stops writing
+//! then by itself) and resumes writing if a later renewal goes through. A renewal that loses
+//! the compare-and-swap is `Lost`.
+//!
+//! `take_over_above(highest)` re-acquires the held Lease with `leaseTransitions` above
+//! `highest`; `release(epoch)` releases it at once (holder cleared, transitions re-sent) and
+//! then keeps this broker from campaigning for one lease duration, so another broker takes
+//! over without waiting for expiry.
+
+use std::time::{Duration, Instant};
+
+use kaas_cluster::ids::ControllerEpoch;
+use kaas_cluster_core::{BoxFuture, LeaseEvent, LeaseSource};
+use kaas_cluster_heartbeat::ControllerEndpoint;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::context::SharedContext;
+use crate::error::KubeAdapterError;
+use crate::error_log::ErrorLog;
+use crate::lease::{Candidate, ControllerLease, LeaseOutcome, LeaseRecord, LEASE_NAME};
+
+/// How a broker campaigns for the Lease.
+#[derive(Clone, Debug)]
+pub struct CampaignOptions {
+    /// The holder identity: the broker's pod name (`MY_POD_NAME`).
+    pub identity: String,
+    /// How long a Lease not renewed stays held (`--lease-duration-ms`).
+    pub lease_duration: Duration,
+    /// How often the Lease is read, and renewed while held (`--lease-renew-period-ms`).
+    pub renew_period: Duration,
+    /// The Lease's name ([`LEASE_NAME`]; tests may run several elections side by side).
+    pub lease_name: String,
+}
+
+impl CampaignOptions {
+    /// The options of `identity` with the given timing, on [`LEASE_NAME`].
+    pub fn new(identity: &str, lease_duration: Duration, renew_period: Duration) -> Self {
+        CampaignOptions {
+            identity: identity.to_owned(),
+            lease_duration,
+            renew_period,
+            lease_name: LEASE_NAME.to_owned(),
+        }
+    }
+
+    /// The renew deadline of a write sent at `sent`.
+    fn deadline_after(&self, sent: Instant) -> Instant {
+        sent + self.lease_duration.saturating_sub(self.renew_period)
+    }
+
+    /// The longest one request may take before it counts as failed.
+    fn request_timeout(&self) -> Duration {
+        (self.lease_duration / 2).max(Duration::from_secs(1))
+    }
+}
+
+/// The Lease source of one broker.
+pub struct LeaseCampaign {
+    context: SharedContext,
+    options: CampaignOptions,
+    commands: Option<mpsc::UnboundedSender<Command>>,
+}
+
+impl LeaseCampaign {
+    /// A campaign in `context`'s namespace; nothing runs before [`LeaseSource::start`].
+    pub fn new(context: SharedContext, options: CampaignOptions) -> Self {
+        LeaseCampaign {
+            context,
+            options,
+            commands: None,
+        }
+    }
+}
+
+enum Command {
+    TakeOverAbove(ControllerEpoch),
+    Release(ControllerEpoch, oneshot::Sender<()>),
+}
+
+impl LeaseSource for LeaseCampaign {
+    fn start(&mut self, heartbeat: ControllerEndpoint) -> mpsc::UnboundedReceiver<LeaseEvent> {
+        let (events, receiver) = mpsc::unbounded_channel();
+        let (commands, command_receiver) = mpsc::unbounded_channel();
+        self.commands = Some(commands);
+        match self.context.get() {
+            Ok(context) => {
+                let lease = ControllerLease::named(&context, &self.options.lease_name);
+                let campaign = Campaign {
+                    candidate: Candidate {
+                        identity: self.options.identity.clone(),
+                        lease_duration: self.options.lease_duration,
+                        heartbeat_endpoint: heartbeat.to_string(),
+                    },
+                    lease,
+                    options: self.options.clone(),
+                    events,
+                    state: State::Following,
+                    observed: None,
+                    quiet_until: None,
+                    holder: None,
+                    errors: ErrorLog::new("controller Lease"),
+                };
+                tokio::spawn(campaign.run(command_receiver));
+            }
+            Err(error) => {
+                tracing::error!(%error, "no Kubernetes client: this broker never campaigns for the controller Lease");
+            }
+        }
+        receiver
+    }
+
+    fn take_over_above(&mut self, highest: ControllerEpoch) {
+        if let Some(commands) = &self.commands {
+            let _ = commands.send(Command::TakeOverAbove(highest));
+        }
+    }
+
+    fn release(&mut self, epoch: ControllerEpoch) -> BoxFuture {
+        let (done, released) = oneshot::channel();
+        if let Some(commands) = &self.commands {
+            let _ = commands.send(Command::Release(epoch, done));
+        }
+        // A campaign that is gone (or never ran) holds nothing: the sender drops and this
+        // resolves at once.
+        Box::pin(async move {
+            let _ = released.await;
+        })
+    }
+}
+
+enum State {
+    Following,
+    Leading { held: Box<LeaseRecord> },
+}
+
+/// The Lease version last seen and when this broker first saw it (monotonic).
+struct Observed {
+    resource_version: String,
+    since: Instant,
+}
+
+struct Campaign {
+    lease: ControllerLease,
+    candidate: Candidate,
+    options: CampaignOptions,
+    events: mpsc::UnboundedSender<LeaseEvent>,
+    state: State,
+    observed: Option<Observed>,
+    /// After a release: no campaigning before this.
+    quiet_until: Option<Instant>,
+    /// The holder endpoint last reported (`None` before the first report).
+    holder: Option<Option<ControllerEndpoint>>,
+    errors: ErrorLog,
+}
+
+impl Campaign {
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        let mut rounds = tokio::time::interval(self.options.renew_period);
+        rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                biased;
+                command = commands.recv() => match command {
+                    Some(Command::TakeOverAbove(highest)) => self.take_over_above(highest).await,
+                    Some(Command::Release(epoch, done)) => {
+                        self.release(epoch).await;
+                        let _ = done.send(());
+                    }
+                    // The source was dropped: the core stopped.
+                    None => return,
+                },
+                _ = rounds.tick() => self.round().await,
+            }
+        }
+    }
+
+    async fn round(&mut self) {
+        if let State::Leading { held } = &self.state {
+            let held: LeaseRecord = (**held).clone();
+            let sent = Instant::now();
+            let outcome = request(
+                &mut self.errors,
+                &self.options,
+                self.lease.renew(&held, &self.candidate),
+            )
+            .await;
+            match outcome {
+                Some(LeaseOutcome::Won(record)) => {
+                    self.see(&record, sent);
+                    self.state = State::Leading {
+                        held: Box::new(record),
+                    };
+                    self.emit(LeaseEvent::Renewed {
+                        renew_deadline: self.options.deadline_after(sent),
+                    });
+                }
+                Some(LeaseOutcome::Lost(now)) => self.lost(now),
+                // The deadline stands: the controller stops writing when it passes.
+                None => {}
+            }
+            return;
+        }
+        let seen_at = Instant::now();
+        let Some(record) = request(&mut self.errors, &self.options, self.lease.read()).await else {
+            return;
+        };
+        if let Some(record) = &record {
+            self.see(record, seen_at);
+            self.report_holder(Some(record));
+        } else {
+            self.report_holder(None);
+        }
+        if self.quiet_until.is_some_and(|until| Instant::now() < until) {
+            return;
+        }
+        self.quiet_until = None;
+        if record.as_ref().is_none_or(|record| self.is_free(record)) {
+            self.acquire(record.as_ref(), ControllerEpoch(0)).await;
+        }
+    }
+
+    async fn take_over_above(&mut self, highest: ControllerEpoch) {
+        let State::Leading { held } = &self.state else {
+            tracing::debug!(
+                highest = highest.0,
+                "not holding the Lease; nothing to take over"
+            );
+            return;
+        };
+        let held: LeaseRecord = (**held).clone();
+        self.acquire(Some(&held), highest).await;
+    }
+
+    /// Acquires (or, if held, re-acquires) the Lease at an epoch above `observed`'s and
+    /// `floor`.
+    async fn acquire(&mut self, observed: Option<&LeaseRecord>, floor: ControllerEpoch) {
+        let sent = Instant::now();
+        let outcome = request(
+            &mut self.errors,
+            &self.options,
+            self.lease.acquire_above(observed, &self.candidate, floor),
+        )
+        .await;
+        match outcome {
+            Some(LeaseOutcome::Won(record)) => {
+                self.see(&record, sent);
+                let epoch = record.epoch();
+                self.state = State::Leading {
+                    held: Box::new(record.clone()),
+                };
+                self.emit(LeaseEvent::Acquired {
+                    epoch,
+                    renew_deadline: self.options.deadline_after(sent),
+                });
+                self.report_holder(Some(&record));
+            }
+            Some(LeaseOutcome::Lost(now)) => self.lost(now),
+            None => {}
+        }
+    }
+
+    async fn release(&mut self, epoch: ControllerEpoch) {
+        let State::Leading { held } = &self.state else {
+            return;
+        };
+        if held.epoch() != epoch {
+            return;
+        }
+        let held: LeaseRecord = (**held).clone();
+        let sent = Instant::now();
+        self.state = State::Following;
+        self.quiet_until = Some(sent + self.options.lease_duration);
+        match request(&mut self.errors, &self.options, self.lease.release(&held)).await {
+            Some(LeaseOutcome::Won(record)) => {
+                tracing::info!(epoch = epoch.0, "released the controller Lease");
+                self.see(&record, sent);
+                self.report_holder(Some(&record));
+            }
+            Some(LeaseOutcome::Lost(now)) => {
+                if let Some(now) = &now {
+                    self.see(now, sent);
+                }
+                self.report_holder(now.as_ref());
+            }
+            // Not released: it expires on its own after the lease duration.
+            None => {}
+        }
+    }
+
+    /// A write lost its compare-and-swap: `now` is the Lease as it is.
+    fn lost(&mut self, now: Option<LeaseRecord>) {
+        if matches!(self.state, State::Leading { .. }) {
+            self.state = State::Following;
+            self.emit(LeaseEvent::Lost);
+        }
+        if let Some(record) = &now {
+            self.see(record, Instant::now());
+        }
+        self.report_holder(now.as_ref());
+    }
+
+    /// Notes `record`'s version: a version not seen before starts its expiry clock at `at`.
+    fn see(&mut self, record: &LeaseRecord, at: Instant) {
+        let unchanged = self
+            .observed
+            .as_ref()
+            .is_some_and(|seen| seen.resource_version == record.resource_version);
+        if !unchanged {
+            self.observed = Some(Observed {
+                resource_version: record.resource_version.clone(),
+                since: at,
+            });
+        }
+    }
+
+    fn is_free(&self, record: &LeaseRecord) -> bool {
+        if record.holder.is_none() || record.is_held_by(&self.candidate.identity) {
+            return true;
+        }
+        let duration = self.options.lease_duration.max(record.duration);
+        self.observed.as_ref().is_some_and(|seen| {
+            seen.resource_version == record.resource_version && seen.since.elapsed() >= duration
+        })
+    }
+
+    /// Reports the holder's heartbeat endpoint when it changed.
+    fn report_holder(&mut self, record: Option<&LeaseRecord>) {
+        let endpoint = record
+            .filter(|record| record.holder.is_some())
+            .and_then(|record| record.heartbeat_endpoint.as_deref())
+            .and_then(|text| match text.parse::<ControllerEndpoint>() {
+                Ok(endpoint) => Some(endpoint),
+                Err(error) => {
+                    tracing::warn!(%error, "the Lease's heartbeat endpoint is not usable");
+                    None
+                }
+            });
+        if self.holder.as_ref() != Some(&endpoint) {
+            self.holder = Some(endpoint.clone());
+            self.emit(LeaseEvent::Holder(endpoint));
+        }
+    }
+
+    fn emit(&self, event: LeaseEvent) {
+        // The core gone means shutting down; nothing to tell.
+        let _ = self.events.send(event);
+    }
+}
+
+/// Sends one request, bounded by the request timeout; failures are logged.
+async fn request<T>(
+    errors: &mut ErrorLog,
+    options: &CampaignOptions,
+    request: impl std::future::Future<Output = Result<T, KubeAdapterError>>,
+) -> Option<T> {
+    match tokio::time::timeout(options.request_timeout(), request).await {
+        Ok(Ok(answer)) => {
+            errors.succeeded();
+            Some(answer)
+        }
+        Ok(Err(error)) => {
+            errors.failed(&error);
+            None
+        }
+        Err(_) => {
+            errors.failed(&format_args!(
+                "no answer from the API server within {:?} for Lease {:?}",
+                options.request_timeout(),
+                options.lease_name
+            ));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deadline_leaves_one_renew_period_before_others_may_take_over() {
+        let options =
+            CampaignOptions::new("kaas-0", Duration::from_secs(15), Duration::from_secs(2));
+        let sent = Instant::now();
+        assert_eq!(options.deadline_after(sent), sent + Duration::from_secs(13));
+        assert_eq!(options.request_timeout(), Duration::from_millis(7_500));
+        let short = CampaignOptions::new(
+            "kaas-0",
+            Duration::from_millis(1_000),
+            Duration::from_millis(250),
+        );
+        assert_eq!(
+            short.deadline_after(sent),
+            sent + Duration::from_millis(750)
+        );
+        assert_eq!(short.request_timeout(), Duration::from_secs(1));
+    }
+}
