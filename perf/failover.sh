@@ -65,9 +65,9 @@ cleanup() {
 stop_brokers() {
   local pid
   for pid in "${broker_pids[@]}"; do
-    kill -CONT "$pid" 2>/dev/null
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
+    kill -CONT "$pid" 2>/dev/null || true
+    kill -KILL "$pid" 2>/dev/null || true
+    { wait "$pid"; } 2>/dev/null || true
   done
   broker_pids=()
 }
@@ -186,7 +186,11 @@ run_case() {
   answer="$(python3 "$script" --bootstrap "$bootstrap" probe --topic "$topic" \
     --partitions-list "$owned" --victim "$victim" --kill-pid "${broker_pids[$victim]}" \
     --signal "$signal" --assignment "$dir/data/__cluster/assignment.json")" || {
-    echo "$answer" >&2; log "$case run $run failed; logs in $dir"; KEEP_WORK=1; exit 1; }
+    echo "$answer" >&2
+    for id in 0 1 2; do
+      echo "broker $id /healthz: $(curl -s -m 2 "http://$(ip $id):9644/healthz")" >&2
+    done
+    log "$case run $run failed; logs in $dir"; KEEP_WORK=1; exit 1; }
   read -r _ assigned _ answered <<<"$answer"
   log "$case run $run: victim $victim (controller $controller), partitions $owned: assigned ${assigned} s, answered ${answered} s"
   echo "$case $assigned $answered" >>"$results"

@@ -238,8 +238,10 @@ def probe(args):
         "enable.idempotence": True,
         "linger.ms": 0,
         "message.timeout.ms": 60000,
-        # A paused leader never answers: give up on its requests after 1 s, not 30.
+        # A paused broker never answers: give up on any request to it after 1 s, not 30 or
+        # 60 (socket.timeout.ms bounds every request, Metadata included).
         "request.timeout.ms": 1000,
+        "socket.timeout.ms": 1000,
         "retry.backoff.ms": 20,
         "retry.backoff.max.ms": 100,
         "topic.metadata.refresh.fast.interval.ms": 20,
