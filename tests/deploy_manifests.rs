@@ -81,3 +81,44 @@ fn deploy_renders_every_object_with_the_io_uring_settings() {
     // No namespace is pinned: `kubectl apply -n <ns> -k deploy/` decides.
     assert!(!yaml.contains("namespace:"), "a namespace is pinned");
 }
+
+/// The StatefulSet configures kaas through `KAAS_*` variables: each must be one the binary
+/// reads (a misspelt one would be ignored silently), and the Service whose EndpointSlices the
+/// controller watches must exist.
+#[test]
+fn every_kaas_variable_of_the_statefulset_is_a_flag_and_names_real_objects() {
+    let help = Command::new(env!("CARGO_BIN_EXE_kaas"))
+        .arg("--help")
+        .output()
+        .expect("run kaas --help");
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout);
+    let statefulset =
+        std::fs::read_to_string(format!("{ROOT}/deploy/statefulset.yaml")).expect("read");
+    let variables: Vec<&str> = statefulset
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- name: "))
+        .filter(|name| name.starts_with("KAAS_"))
+        .collect();
+    assert!(
+        variables.contains(&"KAAS_LEASE_DURATION_MS"),
+        "{variables:?}"
+    );
+    for variable in &variables {
+        assert!(
+            help.contains(&format!("[env: {variable}=")),
+            "{variable} is not an environment variable kaas reads"
+        );
+    }
+    let service = statefulset
+        .lines()
+        .skip_while(|line| line.trim() != "- name: KAAS_SERVICE_NAME")
+        .nth(1)
+        .and_then(|line| line.trim().strip_prefix("value: "))
+        .expect("KAAS_SERVICE_NAME has a value");
+    let services = std::fs::read_to_string(format!("{ROOT}/deploy/services.yaml")).expect("read");
+    assert!(
+        services.contains(&format!("  name: {service}\n")),
+        "no Service {service} in deploy/services.yaml"
+    );
+}

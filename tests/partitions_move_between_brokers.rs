@@ -1,19 +1,23 @@
 //! Cluster mode end to end: three real `kaas` processes share one data directory and follow
 //! `assignment.json`, which this test writes (atomically, with kaas-cluster-file's writer).
-//! An idempotent librdkafka producer (acks=all) keeps producing while partitions move between
-//! brokers and a leader is killed with `kill -9` and its partitions moved to the survivors;
-//! afterwards every acknowledged record is there exactly once at its acknowledged offset,
-//! offsets dense. A group consumes and commits while it moves to another broker, and its
-//! committed offsets stay. Then all three restart from the files and both checks hold again.
+//! Three real clients work on one topic at once: idempotent producers (acks=all) of librdkafka
+//! (tests/clients/python/cluster_moves.py), the Java client and franz-go (their `cluster-moves`
+//! scenarios, which also consume in a group of their own and commit as they go) keep producing
+//! while partitions and the Java and franz-go groups move between brokers and a leader and
+//! coordinator is killed with `kill -9` and its partitions and groups moved to the survivors.
+//! Afterwards every record any of them had acknowledged is there exactly once at its
+//! acknowledged offset, offsets dense (cluster_moves.py's `verify` over all three clients'
+//! records). A librdkafka group then consumes and commits while it moves to another broker.
+//! Every group's committed offsets are at least what its consumer last committed and never past
+//! a partition's end. Then all three brokers restart from the files and both checks hold again.
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kaas_cluster::assignment::Assignment;
-use support::cluster::Broker;
+use support::cluster::{append_lines, go_cluster_moves, java_cluster_moves, Broker};
 
 const TOPIC: &str = "orders";
 const PARTITIONS: usize = 6;
@@ -21,45 +25,36 @@ const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/clients/python/cluster_moves.py"
 );
+/// The librdkafka group (cluster_moves.py consume), the Java and the franz-go one.
+const GROUP: &str = "billing";
+const JAVA_GROUP: &str = "billing-java";
+const GO_GROUP: &str = "billing-go";
 
-/// Writes assignment `version`: `live` brokers, partition leaders and epochs, the group's
-/// coordinator.
+/// Writes assignment `version`: `live` brokers, partition leaders and epochs, and the
+/// coordinators of `GROUP`, `JAVA_GROUP` and `GO_GROUP`.
 fn write_assignment(
     data_dir: &Path,
     brokers: &[Broker],
     live: &[i32],
     version: u64,
     leaders: &[(i32, i32)],
-    group_broker: i32,
+    coordinators: [i32; 3],
 ) {
-    let brokers: Vec<String> = brokers
+    let live: Vec<(i32, u16)> = brokers
         .iter()
         .filter(|b| live.contains(&b.id))
-        .map(|b| {
-            format!(
-                r#"{{"id": {}, "host": "127.0.0.1", "port": {}}}"#,
-                b.id,
-                b.kafka.port()
-            )
-        })
+        .map(support::cluster::endpoint)
         .collect();
-    let partitions: Vec<String> = leaders
-        .iter()
-        .map(|(leader, epoch)| format!(r#"{{"leader": {leader}, "leader_epoch": {epoch}}}"#))
-        .collect();
-    let text = format!(
-        r#"{{"format": 1, "controller_epoch": 1, "assignment_version": {version},
-            "brokers": [{}],
-            "topics": {{"{TOPIC}": {{"id": "ASNFZ4mrze_-3LqYdlQyEA", "partitions": {}}}}},
-            "partitions": {{"{TOPIC}": [{}]}},
-            "consumerGroups": {{"billing": {group_broker}}}}}"#,
-        brokers.join(", "),
-        leaders.len(),
-        partitions.join(", ")
+    let groups = [GROUP, JAVA_GROUP, GO_GROUP];
+    let groups: Vec<(&str, i32)> = groups.into_iter().zip(coordinators).collect();
+    support::cluster::write_assignment(
+        &data_dir.join("__cluster"),
+        version,
+        &live,
+        TOPIC,
+        leaders,
+        &groups,
     );
-    let assignment = Assignment::from_json(text.as_bytes()).expect("a valid assignment");
-    kaas_cluster_file::write_assignment(&data_dir.join("__cluster"), &assignment)
-        .expect("write assignment.json");
 }
 
 fn python(bootstrap: &str, args: &[&str]) -> Command {
@@ -97,6 +92,8 @@ fn acked_records_and_commits_survive_moves_kills_and_restarts() {
     std::fs::create_dir_all(data.join("__cluster")).expect("data dir");
     let acked = dir.path().join("acked.txt");
     let committed = dir.path().join("committed.txt");
+    let java_committed = dir.path().join("committed-java.txt");
+    let go_committed = dir.path().join("committed-go.txt");
     let mut brokers: Vec<Broker> = (0..3).map(|id| Broker::new(id, &data)).collect();
     let bootstrap = brokers
         .iter()
@@ -107,7 +104,7 @@ fn acked_records_and_commits_survive_moves_kills_and_restarts() {
     let started = Instant::now();
 
     let mut leaders: Vec<(i32, i32)> = (0..PARTITIONS as i32).map(|p| (p % 3, 1)).collect();
-    write_assignment(&data, &brokers, &[0, 1, 2], 1, &leaders, 0);
+    write_assignment(&data, &brokers, &[0, 1, 2], 1, &leaders, [0, 1, 2]);
     for broker in &mut brokers {
         broker.start();
     }
@@ -115,7 +112,12 @@ fn acked_records_and_commits_survive_moves_kills_and_restarts() {
         broker.wait_for_version(1);
     }
 
-    // Produce while partitions move and a leader dies.
+    // Produce with all three clients while partitions and groups move and a broker dies; the
+    // Java and franz-go clients consume in their groups meanwhile.
+    let mut java = java_cluster_moves(&bootstrap, TOPIC, JAVA_GROUP, 1500);
+    let mut go = go_cluster_moves(&bootstrap, TOPIC, GO_GROUP, 1500);
+    java.wait_for_line("PRODUCING");
+    go.wait_for_line("PRODUCING");
     let producer = python(
         &bootstrap,
         &[
@@ -134,16 +136,18 @@ fn acked_records_and_commits_survive_moves_kills_and_restarts() {
     .spawn()
     .expect("spawn producer");
     std::thread::sleep(Duration::from_millis(1500));
-    // Broker 0's partitions go to broker 1, broker 1's to broker 2, at a new epoch.
+    // Broker 0's partitions go to broker 1, broker 1's to broker 2, at a new epoch; the Java
+    // group moves to broker 2, the franz-go group to broker 0.
     for (leader, epoch) in &mut leaders {
         if *leader < 2 {
             *leader += 1;
             *epoch = 2;
         }
     }
-    write_assignment(&data, &brokers, &[0, 1, 2], 2, &leaders, 0);
+    write_assignment(&data, &brokers, &[0, 1, 2], 2, &leaders, [0, 2, 0]);
     std::thread::sleep(Duration::from_millis(1500));
-    // Broker 2 (now leading four partitions) dies; they go to brokers 0 and 1.
+    // Broker 2 (now leading four partitions and coordinating the Java group) dies; they go to
+    // brokers 0 and 1, and the franz-go group moves once more.
     brokers[2].kill9();
     for (partition, (leader, epoch)) in leaders.iter_mut().enumerate() {
         if *leader == 2 {
@@ -151,8 +155,14 @@ fn acked_records_and_commits_survive_moves_kills_and_restarts() {
             *epoch = 3;
         }
     }
-    write_assignment(&data, &brokers, &[0, 1], 3, &leaders, 0);
+    write_assignment(&data, &brokers, &[0, 1], 3, &leaders, [0, 0, 1]);
     finish(producer, "producing through moves and a kill -9");
+    let java = java.finish();
+    let go = go.finish();
+    append_lines(&acked, &java.acked);
+    append_lines(&acked, &go.acked);
+    append_lines(&java_committed, &java.committed);
+    append_lines(&go_committed, &go.committed);
     brokers[0].wait_for_version(3);
     brokers[1].wait_for_version(3);
     let verify = || {
@@ -168,7 +178,7 @@ fn acked_records_and_commits_survive_moves_kills_and_restarts() {
         &[
             "consume",
             "--group",
-            "billing",
+            GROUP,
             "--records",
             "200",
             "--pace-ms",
@@ -181,23 +191,30 @@ fn acked_records_and_commits_survive_moves_kills_and_restarts() {
     .spawn()
     .expect("spawn consumer");
     std::thread::sleep(Duration::from_millis(2500));
-    write_assignment(&data, &brokers, &[0, 1], 4, &leaders, 1);
+    write_assignment(&data, &brokers, &[0, 1], 4, &leaders, [1, 0, 1]);
     finish(consumer, "consuming while the group moves");
-    let check_commits = || {
-        let mut command = python(&bootstrap, &["consume", "--group", "billing", "--check"]);
-        command.arg("--committed").arg(&committed);
-        command
+    let groups: [(&str, &PathBuf); 3] = [
+        (GROUP, &committed),
+        (JAVA_GROUP, &java_committed),
+        (GO_GROUP, &go_committed),
+    ];
+    let check_commits = |when: &str| {
+        for (group, file) in groups {
+            let mut command = python(&bootstrap, &["consume", "--group", group, "--check"]);
+            command.arg("--committed").arg(file);
+            run(command, &format!("committed offsets of {group} {when}"));
+        }
     };
-    run(check_commits(), "committed offsets after the group moved");
+    check_commits("after the groups moved");
 
-    // Restart all three from the files, with the partitions spread again.
+    // Restart all three from the files, with the partitions and groups spread again.
     brokers[0].terminate();
     brokers[1].terminate();
     for (partition, (leader, epoch)) in leaders.iter_mut().enumerate() {
         *leader = (partition % 3) as i32;
         *epoch = 4;
     }
-    write_assignment(&data, &brokers, &[0, 1, 2], 5, &leaders, 2);
+    write_assignment(&data, &brokers, &[0, 1, 2], 5, &leaders, [2, 1, 2]);
     for broker in &mut brokers {
         broker.start();
     }
@@ -205,15 +222,12 @@ fn acked_records_and_commits_survive_moves_kills_and_restarts() {
         broker.wait_for_version(5);
     }
     run(verify(), "verifying after restarting all brokers");
-    run(
-        check_commits(),
-        "committed offsets after restarting all brokers",
-    );
+    check_commits("after restarting all brokers");
     for broker in &mut brokers {
         broker.terminate();
     }
     assert!(
-        started.elapsed() < Duration::from_secs(120),
+        started.elapsed() < Duration::from_secs(150),
         "bounded: took {:?}",
         started.elapsed()
     );

@@ -4,8 +4,9 @@
 //! visible.
 //!
 //! Three real `kaas` processes share one data directory; the test writes `assignment.json`.
-//! Idempotent librdkafka and franz-go producers (acks=all) write throughout and a group commits on
-//! broker 2 before it is paused. While it is stopped, the test moves its partitions to
+//! Idempotent librdkafka, franz-go and Java producers (acks=all) write throughout (the Java
+//! client's `cluster-moves` scenario also consumes in a group of its own that moves from broker
+//! 1 to broker 0 meanwhile) and a group commits on broker 2 before it is paused. While it is stopped, the test moves its partitions to
 //! brokers 0 and 1 at leader epoch 2 and the group to broker 0, and writes to the new leaders.
 //! Requests sent to the paused broker meanwhile (a produce and an offset commit, in flight
 //! in its socket) are answered after SIGCONT.
@@ -20,7 +21,8 @@
 //! Afterwards, and again after a restart of all three from the files: every acknowledged
 //! record is there exactly once at its acknowledged offset, offsets dense, nothing the stale
 //! broker wrote after waking is in any partition, and the group's committed offsets are those
-//! its consumer committed (none past a partition's end, where the stale commit points).
+//! its consumer committed (none past a partition's end, where the stale commit points); the
+//! Java group's too.
 
 mod support;
 
@@ -37,13 +39,16 @@ use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetch
 use kaas_net::protocol::messages::produce::ProduceRequest;
 use kaas_net::protocol::{ApiMessage, Response};
 use support::cluster::{
-    cluster_moves, endpoint, finish, lagging_view_dir, run, write_assignment, Broker,
+    append_lines, cluster_moves, endpoint, finish, java_cluster_moves, lagging_view_dir, run,
+    write_assignment, Broker,
 };
 use support::{produce_request, WireClient};
 
 const TOPIC: &str = "orders";
 const PARTITIONS: usize = 6;
 const GROUP: &str = "billing";
+/// The Java client's group: on broker 1 in assignment 1, on broker 0 from assignment 2 on.
+const JAVA_GROUP: &str = "billing-java";
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 const NOT_COORDINATOR: i16 = 16;
 /// What the stale broker tries to commit: past the end of every partition.
@@ -158,7 +163,10 @@ fn write_both(
             brokers,
             TOPIC,
             leaders,
-            &[(GROUP, group)],
+            &[
+                (GROUP, group),
+                (JAVA_GROUP, if version == 1 { 1 } else { 0 }),
+            ],
         );
     }
 }
@@ -171,6 +179,7 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
     lagging_view_dir(&shared, &lagging);
     let acked = dir.path().join("acked.txt");
     let committed = dir.path().join("committed.txt");
+    let java_committed = dir.path().join("committed-java.txt");
     let mut brokers = vec![
         Broker::new(0, &shared),
         Broker::new(1, &shared),
@@ -195,6 +204,7 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
         broker.wait_for_version(1);
     }
 
+    let mut java = java_cluster_moves(&bootstrap, TOPIC, JAVA_GROUP, 2000);
     let producer = cluster_moves(
         &bootstrap,
         TOPIC,
@@ -242,7 +252,9 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
     consume.arg("--committed").arg(&committed);
     run(consume, "consuming on broker 2");
 
-    // Broker 2 stops; a client's produce and offset commit reach its socket meanwhile.
+    // Broker 2 stops while the Java client produces too; a client's produce and offset commit
+    // reach its socket meanwhile.
+    java.wait_for_line("PRODUCING");
     let mut stale = WireClient::connect(brokers[2].kafka);
     brokers[2].pause();
     let stale_produce = stale
@@ -350,7 +362,10 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+    let java = java.finish();
+    append_lines(&java_committed, &java.committed);
     let mut lines = std::fs::read_to_string(&acked).expect("acked file");
+    lines.push_str(&java.acked);
     for line in go_stdout.lines() {
         if let Some(record) = line.strip_prefix("ACKED ") {
             lines.push_str(record);
@@ -367,17 +382,16 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
         command.arg("--acked").arg(&acked);
         command
     };
-    let check_commits = || {
-        let mut command =
-            cluster_moves(&bootstrap, TOPIC, &["consume", "--group", GROUP, "--check"]);
-        command.arg("--committed").arg(&committed);
-        command
+    let check_commits = |when: &str| {
+        for (group, file) in [(GROUP, &committed), (JAVA_GROUP, &java_committed)] {
+            let mut command =
+                cluster_moves(&bootstrap, TOPIC, &["consume", "--group", group, "--check"]);
+            command.arg("--committed").arg(file);
+            run(command, &format!("committed offsets of {group} {when}"));
+        }
     };
     run(verify(), "verifying after the stale broker woke up");
-    run(
-        check_commits(),
-        "committed offsets after the stale broker woke up",
-    );
+    check_commits("after the stale broker woke up");
 
     // All three restart from the files, the partitions spread again at leader epoch 3 and the
     // group on broker 1.
@@ -398,10 +412,7 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
         broker.wait_for_health(r#""partitions_led":2,"partitions_open":2"#);
     }
     run(verify(), "verifying after restarting all brokers");
-    run(
-        check_commits(),
-        "committed offsets after restarting all brokers",
-    );
+    check_commits("after restarting all brokers");
     for broker in &mut brokers {
         broker.terminate();
     }

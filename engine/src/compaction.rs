@@ -11,6 +11,7 @@
 //! | `segment_cleaner` | writing a segment's cleaned copy and its indexes |
 //! | `swap` | the crash-safe swap and its recovery (the file states) |
 //! | `partition_cleaner` | one pass over one log: dirty range, map, rewrite, swap |
+//! | `cleaner_checkpoint` | where a log's last pass ended, on disk (`cleaner-offset-checkpoint`) |
 //! | `shard_cleaner` | the shard's background task: pick the dirtiest log, clean it |
 //! | `throttle`, `stats` | the I/O rate limit; counters for `/metrics` |
 //!
@@ -27,6 +28,7 @@
 //! all its records went.
 
 pub mod batch_filter;
+pub mod cleaner_checkpoint;
 pub mod config;
 pub mod offset_map;
 pub mod partition_cleaner;
@@ -38,8 +40,9 @@ pub mod stats;
 pub(crate) mod swap;
 pub mod throttle;
 
+pub use cleaner_checkpoint::CleanerCheckpoint;
 pub use config::{CleanerConfig, CompactionConfig};
-pub use partition_cleaner::{clean_log, dirty_state, DirtyState, PassOutcome};
+pub use partition_cleaner::{clean_log, dirty_state, load_checkpoint, DirtyState, PassOutcome};
 pub(crate) use segment_cleaner::CleanedSegment;
 pub use shard_cleaner::ShardCleaner;
 pub use stats::{CleanerStats, PartitionCleanerStats};

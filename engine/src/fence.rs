@@ -22,8 +22,9 @@
 //! The record (`.end`, big-endian): `"KCLM" | u16 version 1 | u32 epoch | u64 end offset |
 //! u32 count | count × (u64 base offset, u64 length) | u32 CRC-32 (IEEE) of everything
 //! before it`. For a partition the entries are the segments the leader inherited (hard
-//! links to an older epoch's files) and how many bytes of each count; the end offset is
-//! where the recovered log ended. A group store records no entries.
+//! links to an older epoch's files) and how many bytes of each count (`u64::MAX`: a
+//! segment the leader adopted, see below); the end offset is where the recovered log
+//! ended. A group store records no entries.
 //!
 //! # Takeover at epoch E
 //!
@@ -45,7 +46,8 @@
 //!    epochs (the links keep the data) and their claims.
 //!
 //! Reopening at E once `claims/<E>.end` exists reads the epoch-E names, with the recorded
-//! lengths of the inherited segments, and skips the copying.
+//! lengths of the inherited segments (an adopted one is E's own and counts whole), and
+//! skips the copying.
 //!
 //! # What a stale writer at epoch O < E can still do, and why nobody sees it
 //!
@@ -58,6 +60,39 @@
 //!   its own).
 //! - Checkpoint, write producer snapshots, delete segments by retention, delete a group:
 //!   only epoch-O names, which no newer epoch reads; removing a name leaves E's link.
+//! - Clean: its cleaned copies go to epoch-O names, renamed over O's own names, which
+//!   leaves the files E linked as they were; before each swap it checks its token, so at
+//!   most a swap it checked just before E's claim lands after it, in a name E never reads.
+//! - Write its cleaner checkpoint, which E copies in step 2 and may find written after its
+//!   claim: O writes one only after a token check that follows every swap the value
+//!   counts on ([`crate::compaction::cleaner_checkpoint`]), so those swaps came before E
+//!   superseded O, and the files E linked hold them.
+//!
+//! # Adopting a cleaned segment
+//!
+//! The cleaner at E never writes an inherited file either. It writes a cleaned copy under
+//! a temporary epoch-E name and renames it over the segment's epoch-E name
+//! (`crate::compaction::swap`): the name now denotes a new file of E's own, and the file
+//! older epochs link is untouched. While E's record bounds the segment by its inherited
+//! length, that copy must be no longer than the length (a reopen at E and the next takeover
+//! count only that many bytes). Right after the swap, E rewrites its record (temporary
+//! file, fsync, rename, directory fsync) with the segment's length set to `u64::MAX`: the
+//! segment is adopted, counts whole from then on, and later copies may grow (a delete
+//! horizon lengthens a batch). This keeps every argument of this page:
+//! - Nobody but E's cleaner writes the adopted file: a stale leader appends only to its own
+//!   active segment and renames its cleaned copies over its own names. No bytes past the
+//!   file's end can be a stale writer's, so no bound has to exclude them.
+//! - A crash between the swap and the record rewrite leaves the copy bounded by the old
+//!   length, which is at least the copy's: all of it counts, as after the rewrite.
+//! - A takeover at F > E reads E's record after superseding E (step 1). If it read the
+//!   record from before the rewrite, it bounds the segment by the old length, and the file
+//!   it links (the link or the first copy, both no longer) fits: a longer copy needs a
+//!   later swap, whose token check comes after the rewrite and so after F superseded E,
+//!   and fails. If it read the rewritten record, the first copy was renamed in before: F
+//!   links a file of E's own and takes all of it (and records its length in F's record).
+//! - A stale E that rewrites its record after F's step 4 removed it leaves a record without
+//!   a claim: a takeover chooses its base among the claims it lists, so nobody reads it, and
+//!   the next takeover's step 4 removes it.
 //! - Acknowledge: after each fdatasync, and before it answers anyone, a leader checks that
 //!   its token `claims/<O>.live` still exists (one `openat` on its ring per group commit,
 //!   [`check`]). A missing token fails the flush with [`EngineError::Fenced`] and every
@@ -435,6 +470,34 @@ pub(crate) async fn complete(
         }
     }
     Ok(())
+}
+
+/// The length a claim record gives a segment that the epoch adopted: its live file is one
+/// the epoch wrote itself (a cleaned copy swapped in for an inherited link), so all of it
+/// counts, at reopen and for the next takeover alike.
+pub(crate) const ADOPTED: u64 = u64::MAX;
+
+/// Marks inherited segment `base` adopted in the record of `epoch` (see the module doc,
+/// "Adopting a cleaned segment"): the caller has just swapped a file of its own, no longer
+/// than the recorded length, in for the link. Returns false, writing nothing, when the
+/// record is missing or does not list the segment.
+pub(crate) async fn adopt_segment(
+    storage: &Storage,
+    dir: &Path,
+    epoch: u32,
+    base: u64,
+) -> Result<bool> {
+    let Some(mut record) = read_record(storage, dir, epoch).await? else {
+        return Ok(false);
+    };
+    let Ok(at) = record.segments.binary_search_by_key(&base, |(b, _)| *b) else {
+        return Ok(false);
+    };
+    record.segments[at].1 = ADOPTED;
+    storage
+        .write_small_durable(&record_path(dir, epoch), record.encode())
+        .await?;
+    Ok(true)
 }
 
 /// Removes what an unfinished takeover at `epoch` left (files of that epoch), so a retry

@@ -1228,12 +1228,14 @@ impl PartitionLog {
 }
 
 /// A sealed segment as the log cleaner sees it (see [`crate::compaction`]).
+#[derive(Clone)]
 pub(crate) struct SealedSegment {
     pub base_offset: u64,
     pub next_offset: u64,
     pub size: u64,
     pub max_timestamp: i64,
-    /// A hard link to an older epoch's file: its counted length bounds any replacement.
+    /// A hard link to an older epoch's file, or a copy of one not yet adopted
+    /// ([`crate::fence`]): its counted length bounds any replacement.
     pub inherited: bool,
     pub file: crate::storage::LogFile,
 }
@@ -1287,16 +1289,36 @@ impl PartitionLog {
         })
     }
 
+    /// Fails with [`EngineError::Fenced`] when a newer claim exists (at a fence epoch), and
+    /// fences the log from then on: the cleaner's check before a swap, and before it writes
+    /// its checkpoint.
+    pub(crate) async fn check_fence_for_cleaner(&self) -> Result<()> {
+        let epoch = self.shared.epoch;
+        if epoch == 0 {
+            return Ok(());
+        }
+        let result = crate::fence::check(&self.shared.storage, &self.shared.dir, epoch).await;
+        if let Err(error) = &result {
+            if let Some(fenced) = crate::fence::FencedBy::from_error(error) {
+                tracing::warn!(dir = %self.shared.dir.display(), %error, "cleaner fenced; result given up");
+                self.shared.state.borrow_mut().fenced = Some(fenced);
+            }
+        }
+        result
+    }
+
     /// Swaps a cleaned copy of the sealed segment `original` in, when that segment is still
-    /// there unchanged and no newer claim exists (at a fence epoch). Returns false, removing
-    /// the cleaned files, when the segment went or changed meanwhile. A newer claim fails
-    /// with [`EngineError::Fenced`] (the log is fenced from then on); a failure in the
-    /// middle of the swap poisons the log (recovery completes or rolls the swap back).
+    /// there unchanged and no newer claim exists (at a fence epoch), and returns the
+    /// segment as it is now. An inherited segment is adopted right after its swap
+    /// ([`crate::fence`], "Adopting a cleaned segment"). Returns `None`, removing the
+    /// cleaned files, when the segment went or changed meanwhile. A newer claim fails with
+    /// [`EngineError::Fenced`] (the log is fenced from then on); a failure in the middle of
+    /// the swap poisons the log (recovery completes or rolls the swap back).
     pub(crate) async fn install_cleaned(
         &self,
         original: &SealedSegment,
         cleaned: &crate::compaction::CleanedSegment,
-    ) -> Result<bool> {
+    ) -> Result<Option<SealedSegment>> {
         use crate::compaction::swap;
         let storage = &self.shared.storage;
         let dir = &self.shared.dir;
@@ -1321,17 +1343,11 @@ impl PartitionLog {
         };
         if !unchanged {
             swap::discard(storage, dir, base, epoch).await?;
-            return Ok(false);
+            return Ok(None);
         }
-        if epoch > 0 {
-            if let Err(error) = crate::fence::check(storage, dir, epoch).await {
-                swap::discard(storage, dir, base, epoch).await?;
-                if let Some(fenced) = crate::fence::FencedBy::from_error(&error) {
-                    tracing::warn!(dir = %dir.display(), %error, "cleaner fenced; result given up");
-                    self.shared.state.borrow_mut().fenced = Some(fenced);
-                }
-                return Err(error);
-            }
+        if let Err(error) = self.check_fence_for_cleaner().await {
+            swap::discard(storage, dir, base, epoch).await?;
+            return Err(error);
         }
         let swapped = async {
             swap::commit(storage, dir, base, epoch).await?;
@@ -1347,8 +1363,25 @@ impl PartitionLog {
                 return Err(error);
             }
         };
+        let was_inherited = self
+            .shared
+            .state
+            .borrow()
+            .segments
+            .get(&base)
+            .is_some_and(|s| s.inherited);
+        // The copy is no longer than the inherited length (the cleaner sees to it), so a
+        // crash before the adoption is durable loses nothing; a failure to adopt only keeps
+        // the bound.
+        let inherited = was_inherited
+            && match crate::fence::adopt_segment(storage, dir, epoch, base).await {
+                Ok(adopted) => !adopted,
+                Err(error) => {
+                    tracing::warn!(dir = %dir.display(), base, %error, "could not adopt a cleaned segment; it stays bounded");
+                    true
+                }
+            };
         let mut state = self.shared.state.borrow_mut();
-        let inherited = state.segments.get(&base).is_some_and(|s| s.inherited);
         state.segments.insert(
             base,
             Segment {
@@ -1366,8 +1399,16 @@ impl PartitionLog {
         state.segment_swaps += 1;
         // The newest batches may still be cached as they were before cleaning.
         state.tail_cache.clear();
+        let installed = state.segments.get(&base).map(|s| SealedSegment {
+            base_offset: s.base_offset,
+            next_offset: s.next_offset,
+            size: s.size,
+            max_timestamp: s.max_timestamp,
+            inherited: s.inherited,
+            file: s.file.clone(),
+        });
         drop(state);
         self.shared.read_ahead.borrow_mut().release();
-        Ok(true)
+        Ok(installed)
     }
 }

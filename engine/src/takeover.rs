@@ -2,9 +2,11 @@
 //! partition side of [`crate::fence`], which holds the argument).
 //!
 //! Inheriting from the base epoch B into epoch E, before recovery:
-//! 1. B's `recovery-point` and `leader-epoch-checkpoint` are copied under E's names first:
-//!    each is replaced atomically by its writer and describes segments that exist by the
-//!    time they are listed next (a stale writer only removes segments below its log start).
+//! 1. B's `recovery-point`, `leader-epoch-checkpoint` and `cleaner-offset-checkpoint` are
+//!    copied under E's names first: each is replaced atomically by its writer and describes
+//!    segments that exist by the time they are listed next (a stale writer only removes
+//!    segments below its log start; for the cleaner's, see
+//!    [`crate::compaction::cleaner_checkpoint`]).
 //! 2. B's producer snapshots are copied, B's segment logs hard-linked and their indexes
 //!    copied (index files are small, and B may still be rewriting the active one's: a copy
 //!    is E's own to rewrite). A segment is inherited with the length B's claim recorded
@@ -18,6 +20,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::compaction::cleaner_checkpoint;
 use crate::config::LogConfig;
 use crate::error::Result;
 use crate::fence::{self, ClaimRecord, Claimed};
@@ -39,9 +42,11 @@ pub(crate) async fn recover_at_epoch(
         Claimed::Reopen(record) => {
             let scope = FileScope {
                 epoch,
+                // An adopted segment's file is this epoch's own (`fence`, "Adopting").
                 inherited: record
                     .segments
                     .iter()
+                    .filter(|&&(_, len)| len != fence::ADOPTED)
                     .map(|&(base, len)| (base, Some(len)))
                     .collect(),
             };
@@ -86,6 +91,10 @@ async fn inherit(
     for (from, to) in [
         (recovery_point_file(base_epoch), recovery_point_file(epoch)),
         (leader_epoch_file(base_epoch), leader_epoch_file(epoch)),
+        (
+            cleaner_checkpoint::file_name(base_epoch),
+            cleaner_checkpoint::file_name(epoch),
+        ),
     ] {
         copy(storage, dir, &from, &to).await?;
     }
@@ -152,7 +161,11 @@ pub(crate) fn is_partition_file(name: &str) -> bool {
             stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())
         }
         Some(_) => false,
-        None => stem == "recovery-point" || stem == "leader-epoch-checkpoint",
+        None => {
+            stem == "recovery-point"
+                || stem == "leader-epoch-checkpoint"
+                || stem == "cleaner-offset-checkpoint"
+        }
     }
 }
 
@@ -172,6 +185,8 @@ mod tests {
             "recovery-point",
             "recovery-point-e4",
             "leader-epoch-checkpoint-e4.tmp",
+            "cleaner-offset-checkpoint",
+            "cleaner-offset-checkpoint-e4",
             "00000000000000000007-e3.log.cleaned",
             "00000000000000000007-e3.timeindex.cleaned.tmp",
         ] {

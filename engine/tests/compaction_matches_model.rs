@@ -2,9 +2,11 @@
 //!
 //! Random sequences of produces (keys from a small set so they repeat, tombstones, batches
 //! in every codec, plain and idempotent producers), interleaved with cleaning passes, rolls,
-//! retention by bytes (`compact,delete`), the clock moving on and clean reopens, run against
-//! a real log (in memory and on disk) and against a model: every record produced, by offset.
-//! After every operation:
+//! retention by bytes (`compact,delete`), the clock moving on, clean reopens and takeovers at
+//! the next fence epoch (after which the passes start from the cleaner checkpoint, which
+//! must hold where the last pass ended, and clean inherited segments),
+//! run against a real log (in memory and on disk) and against a model: every record
+//! produced, by offset. After every operation:
 //!
 //! - the log start and end offsets are the model's (compaction never moves them; retention
 //!   moves the start);
@@ -54,6 +56,8 @@ enum Op {
         ms: u32,
     },
     Reopen,
+    /// Close and take the log over at the next fence epoch: every segment is inherited.
+    Takeover,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -73,6 +77,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (10u8..100).prop_map(|percent| Op::RetainBytes { percent }),
         2 => (0u32..90_000).prop_map(|ms| Op::Advance { ms }),
         1 => Just(Op::Reopen),
+        1 => Just(Op::Takeover),
     ]
 }
 
@@ -199,6 +204,7 @@ fn value_of(body: &[u8]) -> Vec<u8> {
 struct Harness {
     storage: Storage,
     log: PartitionLog,
+    epoch: u32,
     now: i64,
     first_dirty: u64,
     model: BTreeMap<u64, ModelRecord>,
@@ -275,12 +281,25 @@ impl Harness {
         }
     }
 
-    async fn reopen(&mut self) {
+    /// Closes the log and opens it at `epoch` (the same: a reopen; the next: a takeover).
+    async fn reopen_at(&mut self, epoch: u32) {
         self.log.close().await.expect("close");
-        self.log = PartitionLog::open(&self.storage, &partition_dir(), config())
+        self.epoch = epoch;
+        self.log = PartitionLog::open_at_epoch(&self.storage, &partition_dir(), config(), epoch)
             .await
             .expect("reopen");
-        self.first_dirty = 0;
+        // The next pass starts where the last one ended, from the cleaner checkpoint (and
+        // everything the model checks afterwards still holds).
+        let loaded = compaction::load_checkpoint(&self.log)
+            .await
+            .expect("cleaner checkpoint")
+            .cleaned_up_to;
+        assert_eq!(
+            loaded,
+            self.first_dirty.max(self.log.offsets().log_start_offset),
+            "the checkpoint holds where the last pass ended"
+        );
+        self.first_dirty = loaded;
     }
 
     /// The latest record of every key at or after the log start.
@@ -398,6 +417,7 @@ fn run_ops(ops: Vec<Op>, on_disk: bool) {
         let mut h = Harness {
             storage,
             log,
+            epoch: 0,
             now: START_MS,
             first_dirty: 0,
             model: BTreeMap::new(),
@@ -431,7 +451,8 @@ fn run_ops(ops: Vec<Op>, on_disk: bool) {
                     h.log.set_config(config);
                 }
                 Op::Advance { ms } => h.now += i64::from(ms),
-                Op::Reopen => h.reopen().await,
+                Op::Reopen => h.reopen_at(h.epoch).await,
+                Op::Takeover => h.reopen_at(h.epoch + 1).await,
             }
             h.check().await;
         }

@@ -4,17 +4,24 @@
 //!
 //! Each round the test appends batches with repeated keys and tombstones (plain and
 //! compressed) to a log on disk, rolls and closes it, and records the model: every record
-//! by offset. Then it runs this test binary again as a cleaner process that passes over
+//! by offset. The first rounds run at fence epoch 0; each later round first takes the log
+//! over at the next epoch, so its cleaner works on inherited segments (hard links bounded
+//! by the claim record) and adopts its copies, and a kill can land between a swap and the
+//! adoption. Then it runs this test binary again as a cleaner process that passes over
 //! the log again and again with its I/O throttled (so a pass takes a while and holds many
 //! swaps), printing a line once it has started, and kills it with SIGKILL a random
-//! 1–400 ms later. The test reopens the log (recovery completes or rolls back an
-//! interrupted swap) and checks that
+//! 1–400 ms later. Each cleaner process starts where the previous one's last pass ended,
+//! from the log's cleaner checkpoint (so a kill can also land while it is written, and a
+//! wrong checkpoint would let a tombstone go while an older value of its key stays). The
+//! test reopens the log (recovery completes or rolls back an interrupted swap) and checks
+//! that
 //!
 //! - every record read is the model's record at its offset, offsets increase, the log
 //!   start and end are unchanged;
 //! - the latest value of every key is there at its offset; a key whose latest record is a
 //!   tombstone has that tombstone or nothing, and never an older value;
-//! - no `.cleaned` file is left.
+//! - no `.cleaned` file is left, and the cleaner checkpoint, when there is one, reads whole
+//!   and names an offset within the log.
 //!
 //! The seed is printed and can be replayed with `KAAS_COMPACTION_KILL_SEED`.
 
@@ -33,8 +40,12 @@ use rand::{Rng, SeedableRng};
 use common::partition_dir;
 
 const CHILD_ROOT: &str = "KAAS_COMPACTION_KILL_ROOT";
+const CHILD_EPOCH: &str = "KAAS_COMPACTION_KILL_EPOCH";
 const SEED: &str = "KAAS_COMPACTION_KILL_SEED";
 const ROUNDS: u64 = 8;
+/// Rounds up to this one run at fence epoch 0; each later one takes the log over at the
+/// next epoch first, so its cleaner works on inherited segments and adopts its copies.
+const STANDALONE_ROUNDS: u64 = 4;
 const KEYS: u64 = 40;
 const TEST_NAME: &str = "compaction_survives_kill";
 
@@ -58,7 +69,11 @@ fn config() -> LogConfig {
 #[test]
 fn compaction_survives_kill() {
     if let Ok(root) = std::env::var(CHILD_ROOT) {
-        cleaner(PathBuf::from(root));
+        let epoch = std::env::var(CHILD_EPOCH)
+            .ok()
+            .and_then(|e| e.parse().ok())
+            .unwrap_or(0);
+        cleaner(PathBuf::from(root), epoch);
         return;
     }
     let seed = std::env::var(SEED)
@@ -79,11 +94,15 @@ fn compaction_survives_kill() {
                 (records, rng.random_range(0..5u8))
             })
             .collect();
-        append_round(&root, round, &batches, &mut model);
+        let epoch = round.saturating_sub(STANDALONE_ROUNDS) as u32;
+        append_round(&root, round, epoch, &batches, &mut model);
         let delay = Duration::from_millis(rng.random_range(1..=400));
         common::child_writer::run_and_kill(
             TEST_NAME,
-            &[(CHILD_ROOT, root.display().to_string())],
+            &[
+                (CHILD_ROOT, root.display().to_string()),
+                (CHILD_EPOCH, epoch.to_string()),
+            ],
             &root.join(format!("cleaner-{round}.stderr")),
             round,
             delay,
@@ -95,7 +114,7 @@ fn compaction_survives_kill() {
             "round {round}: killed {delay:?} after the cleaner started ({} bytes of its log)",
             passes.len()
         );
-        verify(&root, round, &model);
+        verify(&root, round, epoch, &model);
     }
 }
 
@@ -103,6 +122,7 @@ fn compaction_survives_kill() {
 fn append_round(
     root: &Path,
     round: u64,
+    epoch: u32,
     batches: &[(Vec<(u64, bool)>, u8)],
     model: &mut BTreeMap<u64, (Vec<u8>, Option<Vec<u8>>)>,
 ) {
@@ -111,7 +131,7 @@ fn append_round(
     let (sender, receiver) = std::sync::mpsc::channel();
     common::run(move || async move {
         let storage = common::disk_storage(&root).await;
-        let log = PartitionLog::open(&storage, &partition_dir(), config())
+        let log = PartitionLog::open_at_epoch(&storage, &partition_dir(), config(), epoch)
             .await
             .expect("open");
         let mut added = Vec::new();
@@ -162,10 +182,10 @@ fn append_round(
 }
 
 /// The cleaner process: passes over the log until killed.
-fn cleaner(root: PathBuf) {
+fn cleaner(root: PathBuf, epoch: u32) {
     common::run(move || async move {
         let storage = common::disk_storage(&root).await;
-        let log = PartitionLog::open(&storage, &partition_dir(), config())
+        let log = PartitionLog::open_at_epoch(&storage, &partition_dir(), config(), epoch)
             .await
             .expect("open");
         let cleaner = CleanerConfig {
@@ -180,7 +200,10 @@ fn cleaner(root: PathBuf) {
             out.write_all(b"cleaning\n").expect("stdout");
             out.flush().expect("stdout");
         }
-        let mut first_dirty = 0;
+        let mut first_dirty = compaction::load_checkpoint(&log)
+            .await
+            .expect("checkpoint")
+            .cleaned_up_to;
         let mut now = kaas_engine::log_manager::now_ms();
         loop {
             let throttle = Throttle::new(Some(400 << 10));
@@ -200,12 +223,12 @@ fn cleaner(root: PathBuf) {
     });
 }
 
-fn verify(root: &Path, round: u64, model: &BTreeMap<u64, (Vec<u8>, Option<Vec<u8>>)>) {
+fn verify(root: &Path, round: u64, epoch: u32, model: &BTreeMap<u64, (Vec<u8>, Option<Vec<u8>>)>) {
     let root = root.to_path_buf();
     let model = model.clone();
     common::run(move || async move {
         let storage = common::disk_storage(&root).await;
-        let log = PartitionLog::open(&storage, &partition_dir(), config())
+        let log = PartitionLog::open_at_epoch(&storage, &partition_dir(), config(), epoch)
             .await
             .expect("reopen after the kill");
         let leftovers: Vec<String> = std::fs::read_dir(root.join(partition_dir()))
@@ -217,6 +240,32 @@ fn verify(root: &Path, round: u64, model: &BTreeMap<u64, (Vec<u8>, Option<Vec<u8
             leftovers.is_empty(),
             "round {round}: left over: {leftovers:?}"
         );
+        if epoch > 0 {
+            let record = root
+                .join(partition_dir())
+                .join(format!("claims/{epoch:020}.end"));
+            let record = std::fs::read(record).expect("claim record");
+            let record = kaas_engine::fence::ClaimRecord::decode(&record).expect("claim record");
+            let adopted = record.segments.iter().filter(|(_, len)| *len == u64::MAX);
+            eprintln!(
+                "round {round}: epoch {epoch}, {} of {} inherited segments adopted",
+                adopted.count(),
+                record.segments.len()
+            );
+        }
+        let checkpoint_name = match epoch {
+            0 => "cleaner-offset-checkpoint".to_owned(),
+            epoch => format!("cleaner-offset-checkpoint-e{epoch}"),
+        };
+        let checkpoint_file = root.join(partition_dir()).join(checkpoint_name);
+        if let Ok(bytes) = std::fs::read(&checkpoint_file) {
+            let checkpoint = compaction::CleanerCheckpoint::decode(&bytes)
+                .unwrap_or_else(|error| panic!("round {round}: torn checkpoint: {error}"));
+            assert!(
+                checkpoint.cleaned_up_to <= log.offsets().log_end_offset,
+                "round {round}: {checkpoint:?}"
+            );
+        }
         let offsets = log.offsets();
         let end = model.keys().next_back().map_or(0, |o| o + 1);
         assert_eq!((offsets.log_start_offset, offsets.log_end_offset), (0, end));

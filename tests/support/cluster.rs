@@ -321,3 +321,157 @@ pub fn finish(child: Child, what: &str) {
 pub fn run(mut command: std::process::Command, what: &str) {
     finish(command.spawn().expect("spawn python3"), what);
 }
+
+/// A real-client process of a cluster test (the Java or franz-go `cluster-moves` scenario),
+/// its stdout collected line by line while it runs; killed when dropped.
+pub struct ClientRun {
+    what: String,
+    child: Option<Child>,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What a client printed in cluster_moves.py's file formats: its `ACKED` lines as
+/// "partition offset value" lines, its `COMMITTED` lines as "partition offset" lines.
+pub struct ClientLines {
+    pub acked: String,
+    pub committed: String,
+}
+
+impl ClientRun {
+    pub fn spawn(mut command: Command, what: &str) -> ClientRun {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {what} (built by tests/clients/prepare.sh): {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let reader = std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            }
+        });
+        ClientRun {
+            what: what.to_string(),
+            child: Some(child),
+            lines,
+            reader: Some(reader),
+        }
+    }
+
+    /// Waits until the client printed `line` (panics after 60 s, or if it exited first).
+    pub fn wait_for_line(&mut self, line: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if self.printed().iter().any(|l| l == line) {
+                return;
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+            assert!(
+                exited.is_none() && Instant::now() < deadline,
+                "{} never printed {line} (exit {exited:?}): {}",
+                self.what,
+                self.summary()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for the client, asserts it passed, and returns what it acknowledged and committed.
+    pub fn finish(mut self) -> ClientLines {
+        let status = self
+            .child
+            .take()
+            .expect("running")
+            .wait()
+            .expect("wait for the client");
+        if let Some(reader) = self.reader.take() {
+            reader.join().expect("stdout reader");
+        }
+        let lines = self.printed();
+        assert!(
+            status.success() && lines.iter().any(|l| l.starts_with("PASS ")),
+            "{} failed ({status}): {}",
+            self.what,
+            self.summary()
+        );
+        let collect = |prefix: &str| {
+            lines
+                .iter()
+                .filter_map(|l| l.strip_prefix(prefix))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        };
+        ClientLines {
+            acked: collect("ACKED "),
+            committed: collect("COMMITTED "),
+        }
+    }
+
+    fn printed(&self) -> Vec<String> {
+        self.lines.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Everything printed but the records.
+    fn summary(&self) -> String {
+        self.printed()
+            .into_iter()
+            .filter(|l| !l.starts_with("ACKED "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+impl Drop for ClientRun {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The Java `cluster-moves` scenario (tests/clients/java, ClusterMoves.java): an idempotent
+/// producer of `records` records and a consumer in `group`, on `topic`, at once.
+pub fn java_cluster_moves(bootstrap: &str, topic: &str, group: &str, records: usize) -> ClientRun {
+    let jar = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/clients/java/target/kaas-java-scenarios.jar");
+    let mut command = Command::new("java");
+    command
+        .arg(format!("-Dkaas.cluster.topic={topic}"))
+        .arg(format!("-Dkaas.cluster.group={group}"))
+        .arg("-jar")
+        .arg(jar)
+        .args(["--bootstrap", bootstrap, "--scenario", "cluster-moves"])
+        .args(["--records", &records.to_string()]);
+    ClientRun::spawn(command, "the Java cluster-moves client")
+}
+
+/// The franz-go `cluster-moves` phase (tests/clients/go/cluster_moves.go): the same as
+/// [`java_cluster_moves`] with franz-go.
+pub fn go_cluster_moves(bootstrap: &str, topic: &str, group: &str, records: usize) -> ClientRun {
+    let mut command =
+        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/go/scenarios"));
+    command
+        .args(["-bootstrap", bootstrap, "-scenario", "cluster-moves"])
+        .args(["-topic", topic, "-group", group])
+        .args(["-records", &records.to_string()]);
+    ClientRun::spawn(command, "the franz-go cluster-moves client")
+}
+
+/// Appends `lines` (one record or commit a line) to the file at `path`.
+pub fn append_lines(path: &Path, lines: &str) {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(lines.as_bytes()))
+        .expect("append to the records file");
+}

@@ -1,6 +1,5 @@
 //! kaas cluster mode's Kubernetes adapters, thin and without decisions: the controller
-//! Lease ([`lease`]), the highest controller epoch kept on the volume
-//! ([`controller_epoch_file`]), the ready brokers of the Service's EndpointSlices
+//! Lease ([`lease`]), the ready brokers of the Service's EndpointSlices
 //! ([`endpoint_slices`]), the KafkaTopic resources ([`kafka_topic`], [`topic_store`]) and the
 //! KafkaClusterAssignments mirror ([`assignment_mirror`]). The decisions (what to assign,
 //! when to lead) are `kaas-cluster`'s; this crate carries them out.
@@ -18,7 +17,6 @@
 
 pub mod assignment_mirror;
 pub mod context;
-pub mod controller_epoch_file;
 pub mod core_sources;
 pub mod endpoint_slices;
 pub mod endpoint_watch;

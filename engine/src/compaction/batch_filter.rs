@@ -47,8 +47,19 @@ pub struct FilterContext<'a> {
     /// Decompression cap; a batch inflating past it is kept as it is.
     pub max_batch_bytes: usize,
     /// Whether a batch may get a delete horizon (which can lengthen it): not in a segment
-    /// whose replacement must not grow (inherited from an older epoch).
+    /// whose replacement must not grow (inherited from an older epoch, until a copy of it
+    /// becomes the epoch's own file, see [`crate::compaction::partition_cleaner`]).
     pub may_set_horizon: bool,
+}
+
+/// The outcome for one batch, and whether a horizon was withheld from it.
+#[derive(Debug, PartialEq, Eq)]
+pub struct FilterOutcome {
+    /// What happens to the batch.
+    pub filtered: Filtered,
+    /// The batch keeps a tombstone that would have got a delete horizon, had
+    /// [`FilterContext::may_set_horizon`] allowed it.
+    pub horizon_withheld: bool,
 }
 
 /// The outcome for one batch.
@@ -74,6 +85,21 @@ pub fn filter_batch(
     header: &BatchHeader,
     context: &FilterContext<'_>,
     keep_empty: bool,
+) -> Result<FilterOutcome, BatchError> {
+    let mut horizon_withheld = false;
+    let filtered = filter_records(stored, header, context, keep_empty, &mut horizon_withheld)?;
+    Ok(FilterOutcome {
+        filtered,
+        horizon_withheld,
+    })
+}
+
+fn filter_records(
+    stored: &[u8],
+    header: &BatchHeader,
+    context: &FilterContext<'_>,
+    keep_empty: bool,
+    horizon_withheld: &mut bool,
 ) -> Result<Filtered, BatchError> {
     if header.is_control() {
         return Ok(Filtered::Unchanged);
@@ -114,6 +140,10 @@ pub fn filter_batch(
     let new_horizon = match horizon {
         None if kept_tombstone && context.may_set_horizon => {
             Some(context.now_ms.saturating_add(context.delete_retention_ms))
+        }
+        None if kept_tombstone => {
+            *horizon_withheld = true;
+            None
         }
         _ => None,
     };

@@ -4,16 +4,26 @@
 //!
 //! - Cleanable: sealed segments (never the active one) whose batches are durable, up to the
 //!   first whose largest timestamp is younger than `min.compaction.lag.ms`.
-//! - Dirty: what lies at or past the first dirty offset (where the previous pass stopped;
-//!   the log start after an open, since passes are not persisted).
+//! - Dirty: what lies at or past the first dirty offset (where the previous pass stopped,
+//!   kept across restarts and takeovers in the log's `cleaner-offset-checkpoint`,
+//!   [`crate::compaction::cleaner_checkpoint`]; [`load_checkpoint`] reads it).
 //! - The map covers the dirty range from its start for as many keys as fit in the dedupe
 //!   buffer; it ends at a batch boundary. Records past its end are kept as they are.
 //! - Segments are rewritten one for one, oldest first (each keeps its base offset and its
 //!   next segment's base, so offsets never move and the log start never changes).
+//! - A segment inherited from an older epoch is first rewritten without delete horizons,
+//!   no longer than its counted length (and even when nothing else changes, if one of its
+//!   tombstones lacks a horizon); the swap makes that copy the epoch's own file
+//!   ([`crate::fence`], "Adopting a cleaned segment"), which is then cleaned again in the
+//!   same pass with horizons, so its tombstones go `delete.retention.ms` after this pass
+//!   like any other.
+//! - When the pass ends, its end and the earliest horizon it kept are written to the
+//!   checkpoint, after a fence check that follows its last swap.
 
 use std::time::Duration;
 
 use crate::compaction::batch_filter::FilterContext;
+use crate::compaction::cleaner_checkpoint::{self, CleanerCheckpoint};
 use crate::compaction::config::{CleanerConfig, CompactionConfig};
 use crate::compaction::offset_map::OffsetMap;
 use crate::compaction::records;
@@ -133,8 +143,32 @@ pub struct PassOutcome {
     pub earliest_delete_horizon: Option<i64>,
 }
 
-/// Cleans `log` once from `first_dirty` (whatever its dirty ratio). `None` when no sealed
-/// segment is cleanable. Fails with `Fenced` when a newer claim appeared before a swap.
+/// Where `log`'s previous pass ended, from its checkpoint (see
+/// [`crate::compaction::cleaner_checkpoint`] for when a value is not trusted): the
+/// `first_dirty` of the next [`clean_log`], and the earliest delete horizon it kept.
+pub async fn load_checkpoint(log: &PartitionLog) -> Result<CleanerCheckpoint> {
+    let view = log.cleaner_view()?;
+    let offsets = log.offsets();
+    let stored = cleaner_checkpoint::read(&view.storage, &view.dir, view.epoch).await?;
+    let trusted = match stored {
+        Some(stored) if stored.cleaned_up_to > offsets.log_end_offset => {
+            tracing::warn!(dir = %view.dir.display(), cleaned_up_to = stored.cleaned_up_to, log_end = offsets.log_end_offset, "cleaner checkpoint past the log end; the log is dirty from its start");
+            None
+        }
+        other => other,
+    };
+    Ok(CleanerCheckpoint {
+        epoch: view.epoch,
+        cleaned_up_to: trusted
+            .map_or(0, |t| t.cleaned_up_to)
+            .max(offsets.log_start_offset),
+        earliest_delete_horizon: trusted.and_then(|t| t.earliest_delete_horizon),
+    })
+}
+
+/// Cleans `log` once from `first_dirty` (whatever its dirty ratio) and writes where it
+/// ended to the log's cleaner checkpoint. `None` when no sealed segment is cleanable.
+/// Fails with `Fenced` when a newer claim appeared before a swap or before the checkpoint.
 pub async fn clean_log(
     log: &PartitionLog,
     first_dirty: u64,
@@ -144,7 +178,37 @@ pub async fn clean_log(
     now_ms: i64,
 ) -> Result<Option<PassOutcome>> {
     let view = log.cleaner_view()?;
-    let segments = cleanable(&view, config, now_ms);
+    let Some(outcome) =
+        clean_view(log, &view, first_dirty, config, cleaner, throttle, now_ms).await?
+    else {
+        return Ok(None);
+    };
+    // The checkpoint counts on the swaps above: they must have been made while this leader
+    // still led (see the checkpoint's doc for why a takeover may then copy it).
+    log.check_fence_for_cleaner().await?;
+    cleaner_checkpoint::write(
+        &view.storage,
+        &view.dir,
+        &CleanerCheckpoint {
+            epoch: view.epoch,
+            cleaned_up_to: outcome.cleaned_up_to,
+            earliest_delete_horizon: outcome.earliest_delete_horizon,
+        },
+    )
+    .await?;
+    Ok(Some(outcome))
+}
+
+async fn clean_view(
+    log: &PartitionLog,
+    view: &CleanerView,
+    first_dirty: u64,
+    config: &CompactionConfig,
+    cleaner: &CleanerConfig,
+    throttle: &Throttle,
+    now_ms: i64,
+) -> Result<Option<PassOutcome>> {
+    let segments = cleanable(view, config, now_ms);
     let dirty: Vec<&SealedSegment> = segments
         .iter()
         .filter(|s| s.next_offset > first_dirty)
@@ -197,41 +261,51 @@ pub async fn clean_log(
         index_interval_bytes: log.config().index_interval_bytes,
     };
     for segment in segments.iter().take_while(|s| s.base_offset < map_end) {
-        let context = FilterContext {
-            may_set_horizon: !segment.inherited,
-            ..context
-        };
-        let cleaned = segment_cleaner::clean_segment(
-            &target,
-            segment,
-            &context,
-            &view.producer_last,
-            throttle,
-        )
-        .await?;
-        outcome.bytes_read += cleaned.bytes_read;
-        outcome.bytes_written += cleaned.bytes_written;
-        outcome.earliest_delete_horizon = match (
-            outcome.earliest_delete_horizon,
-            cleaned.earliest_delete_horizon,
-        ) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if cleaned.gave_up {
-            // See below: nothing later is cleaned in this pass.
-            outcome.cleaned_up_to = first_dirty;
-            return Ok(Some(outcome));
-        }
-        if let Some(result) = cleaned.cleaned {
-            if !log.install_cleaned(segment, &result).await? {
+        let mut current = segment.clone();
+        loop {
+            let context = FilterContext {
+                may_set_horizon: !current.inherited,
+                ..context
+            };
+            let cleaned = segment_cleaner::clean_segment(
+                &target,
+                &current,
+                &context,
+                &view.producer_last,
+                throttle,
+            )
+            .await?;
+            outcome.bytes_read += cleaned.bytes_read;
+            outcome.bytes_written += cleaned.bytes_written;
+            outcome.earliest_delete_horizon = match (
+                outcome.earliest_delete_horizon,
+                cleaned.earliest_delete_horizon,
+            ) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if cleaned.gave_up {
+                // See below: nothing later is cleaned in this pass.
+                outcome.cleaned_up_to = first_dirty;
+                return Ok(Some(outcome));
+            }
+            let Some(result) = cleaned.cleaned else {
+                break;
+            };
+            let Some(installed) = log.install_cleaned(&current, &result).await? else {
                 // The segment went or changed (retention). Later segments are not cleaned
                 // in this pass: a tombstone there must not get its delete horizon while an
                 // older value of its key may have stayed in this one.
                 outcome.cleaned_up_to = first_dirty;
                 return Ok(Some(outcome));
-            }
+            };
             outcome.segments_swapped += 1;
+            if !cleaned.horizon_withheld || installed.inherited {
+                break;
+            }
+            // Adopted: the copy is this epoch's own file now, and may grow. Clean it again
+            // so its tombstones get their horizons in this pass.
+            current = installed;
         }
     }
     outcome.cleaned_up_to = map_end;

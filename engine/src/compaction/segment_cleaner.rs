@@ -31,8 +31,8 @@ pub struct CleanedSegment {
 
 /// What cleaning one segment did.
 pub struct SegmentOutcome {
-    /// The result, `None` when nothing changed (or an inherited segment's copy would be
-    /// longer): the temporary files are gone then.
+    /// The result, `None` when nothing changed and no horizon was withheld (or an
+    /// inherited segment's copy would be longer): the temporary files are gone then.
     pub cleaned: Option<CleanedSegment>,
     /// Bytes read.
     pub bytes_read: u64,
@@ -43,6 +43,11 @@ pub struct SegmentOutcome {
     /// Records were to go but the copy was not kept (an inherited segment's copy came out
     /// longer): they are still there.
     pub gave_up: bool,
+    /// A kept tombstone got no delete horizon because the segment is inherited
+    /// ([`FilterContext::may_set_horizon`]). The copy is then kept even when nothing else
+    /// changed, so that it can become the epoch's own file and be cleaned again with
+    /// horizons.
+    pub horizon_withheld: bool,
 }
 
 /// Where and how to write.
@@ -80,6 +85,7 @@ pub async fn clean_segment(
     let mut size = 0u64;
     let mut since_flush = 0u64;
     let mut earliest_delete_horizon = None;
+    let mut horizon_withheld = false;
     let mut reader = SegmentBatches::new(&segment.file, segment.size);
     let result: Result<()> = async {
         while let Some(stored) = reader.next(throttle).await? {
@@ -87,17 +93,22 @@ pub async fn clean_segment(
             let last_of_producer = header.has_producer_id()
                 && producer_last.get(&header.producer_id) == Some(&header.last_offset());
             let last_of_segment = header.next_offset() as u64 == segment.next_offset;
-            let filtered = batch_filter::filter_batch(
+            let filtered = match batch_filter::filter_batch(
                 &stored.bytes,
                 &header,
                 context,
                 last_of_producer || last_of_segment,
-            )
-            .unwrap_or_else(|error| {
-                // A batch the filter cannot read is kept as it is (it was stored valid).
-                tracing::warn!(dir = %dir.display(), base, offset = header.base_offset, %error, "keeping a batch the cleaner cannot read");
-                Filtered::Unchanged
-            });
+            ) {
+                Ok(outcome) => {
+                    horizon_withheld |= outcome.horizon_withheld;
+                    outcome.filtered
+                }
+                Err(error) => {
+                    // A batch the filter cannot read is kept as it is (it was stored valid).
+                    tracing::warn!(dir = %dir.display(), base, offset = header.base_offset, %error, "keeping a batch the cleaner cannot read");
+                    Filtered::Unchanged
+                }
+            };
             let rewritten;
             let bytes: &[u8] = match filtered {
                 Filtered::Unchanged => &stored.bytes,
@@ -132,10 +143,12 @@ pub async fn clean_segment(
     }
     .await;
     let bytes_read = segment.size;
-    // Setting a delete horizon can make a batch longer (timestamp deltas from the horizon).
-    // An inherited segment's replacement must not be: later openings count only its
-    // recorded length (`crate::fence`).
-    let keep = result.is_ok() && changed && (size <= segment.size || !segment.inherited);
+    // Setting a delete horizon can make a batch longer (timestamp deltas from the horizon),
+    // and so can compressing again. An inherited segment's replacement must not be: until
+    // it is adopted, later openings count only its recorded length (`crate::fence`). A copy
+    // of an inherited segment that only withheld horizons is as long as the segment.
+    let wanted = changed || horizon_withheld;
+    let keep = result.is_ok() && wanted && (size <= segment.size || !segment.inherited);
     if !keep {
         let _ = flush(&mut appender).await;
         let _ = file.close().await;
@@ -147,6 +160,7 @@ pub async fn clean_segment(
             bytes_written: 0,
             earliest_delete_horizon,
             gave_up: changed,
+            horizon_withheld,
         });
     }
     flush(&mut appender).await?;
@@ -177,6 +191,7 @@ pub async fn clean_segment(
         bytes_written: size + index_bytes,
         earliest_delete_horizon,
         gave_up: false,
+        horizon_withheld,
     })
 }
 

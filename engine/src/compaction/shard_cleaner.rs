@@ -5,9 +5,11 @@
 //! cleans it once; when none is due it waits [`CleanerConfig::backoff`].
 //!
 //! At most [`CleanerConfig::threads`] shards of the process run a pass at the same time.
-//! Where each log's previous pass ended is kept in memory only: after an open, a log is
-//! dirty from its start, and its first pass reads all of it (Kafka keeps a
-//! `cleaner-offset-checkpoint` file; kaas does not yet).
+//! Where each log's previous pass ended (and the earliest delete horizon it kept) is read
+//! from the log's cleaner checkpoint when the cleaner first sees the log open at an epoch
+//! ([`crate::compaction::cleaner_checkpoint`]), and kept in memory from then on; every
+//! pass writes it back. So after a restart or a takeover the dirty ratio and the first
+//! pass start where the last one ended, as with Kafka's `cleaner-offset-checkpoint`.
 //!
 //! Only a log's leader cleans it: a log open here at a fence epoch was opened by this
 //! broker as the leader at that epoch, and every swap checks for a newer claim first
@@ -54,8 +56,8 @@ pub struct ShardCleaner {
     manager: Weak<LogManager>,
     config: CleanerConfig,
     throttle: Throttle,
-    /// Where each log's last pass ended.
-    first_dirty: RefCell<HashMap<PartitionId, u64>>,
+    /// Where each log's last pass ended, and the fence epoch the log was open at.
+    first_dirty: RefCell<HashMap<PartitionId, (u32, u64)>>,
     /// The earliest delete horizon each log's last pass kept.
     horizons: RefCell<HashMap<PartitionId, i64>>,
     stats: RefCell<CleanerStats>,
@@ -122,6 +124,11 @@ impl ShardCleaner {
         {
             let mut stats = self.stats.borrow_mut();
             stats.partitions.retain(|id, _| open.contains(id));
+            // A log opened again starts from its checkpoint.
+            self.first_dirty
+                .borrow_mut()
+                .retain(|id, _| open.contains(id));
+            self.horizons.borrow_mut().retain(|id, _| open.contains(id));
         }
         for id in open {
             let Some(log) = manager.get(&id) else {
@@ -130,13 +137,9 @@ impl ShardCleaner {
             let Some(config) = log.config().compaction else {
                 continue;
             };
-            let first_dirty = self
-                .first_dirty
-                .borrow()
-                .get(&id)
-                .copied()
-                .unwrap_or(0)
-                .max(log.offsets().log_start_offset);
+            let Some(first_dirty) = self.first_dirty_of(&id, &log).await else {
+                continue;
+            };
             let Ok(dirty) = partition_cleaner::dirty_state(&log, first_dirty, &config, now_ms)
             else {
                 continue;
@@ -183,6 +186,38 @@ impl ShardCleaner {
         true
     }
 
+    /// Where `log`'s next pass starts: what its last pass here left, or its checkpoint
+    /// when the cleaner sees it open at this epoch for the first time. `None` when the
+    /// checkpoint cannot be read now (the log is looked at again next round).
+    async fn first_dirty_of(&self, id: &PartitionId, log: &PartitionLog) -> Option<u64> {
+        let epoch = log.fence_epoch();
+        let known = self.first_dirty.borrow().get(id).copied();
+        let first_dirty = match known {
+            Some((known_epoch, first_dirty)) if known_epoch == epoch => first_dirty,
+            // A fenced or poisoned log is not cleaned; it is left alone until it closes.
+            _ if log.is_fenced() || log.is_poisoned() => return None,
+            _ => {
+                let checkpoint = match partition_cleaner::load_checkpoint(log).await {
+                    Ok(checkpoint) => checkpoint,
+                    Err(error) => {
+                        tracing::warn!(partition = %id, %error, "cannot read the cleaner checkpoint");
+                        return None;
+                    }
+                };
+                self.first_dirty
+                    .borrow_mut()
+                    .insert(id.clone(), (epoch, checkpoint.cleaned_up_to));
+                let mut horizons = self.horizons.borrow_mut();
+                match checkpoint.earliest_delete_horizon {
+                    Some(horizon) => horizons.insert(id.clone(), horizon),
+                    None => horizons.remove(id),
+                };
+                checkpoint.cleaned_up_to
+            }
+        };
+        Some(first_dirty.max(log.offsets().log_start_offset))
+    }
+
     fn record(&self, id: &PartitionId, result: crate::Result<Option<PassOutcome>>, now_ms: i64) {
         let mut stats = self.stats.borrow_mut();
         match result {
@@ -193,9 +228,9 @@ impl ShardCleaner {
                 stats.segments_swapped += outcome.segments_swapped as u64;
                 let entry = stats.partitions.entry(id.clone()).or_default();
                 entry.last_clean_ms = Some(now_ms);
-                self.first_dirty
-                    .borrow_mut()
-                    .insert(id.clone(), outcome.cleaned_up_to);
+                if let Some((_, first_dirty)) = self.first_dirty.borrow_mut().get_mut(id) {
+                    *first_dirty = outcome.cleaned_up_to;
+                }
                 match outcome.earliest_delete_horizon {
                     Some(horizon) => self.horizons.borrow_mut().insert(id.clone(), horizon),
                     None => self.horizons.borrow_mut().remove(id),

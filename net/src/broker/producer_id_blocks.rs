@@ -2,7 +2,8 @@
 //! data directory never hand out the same producer id.
 //!
 //! On-disk format: `<data>/__cluster/producer-id-blocks/<n>`, one empty file per claimed
-//! block; block `n` is the ids `[n * BLOCK_SIZE, (n + 1) * BLOCK_SIZE)`. A broker claims a
+//! block; block `n` is the ids `[n * BLOCK_SIZE, (n + 1) * BLOCK_SIZE)`
+//! (`producer_ids::BLOCK_SIZE`; this module deals in block numbers only). A broker claims a
 //! block by creating its file with `O_CREAT | O_EXCL` (exactly one creator wins, on a local
 //! disk, CephFS and NFSv3+ alike), then `fsync`s the directory before it hands out any id of
 //! the block, so a crash can never forget a claim whose ids were used. It starts looking at
@@ -15,8 +16,6 @@
 use std::fs::OpenOptions;
 use std::io;
 use std::path::{Path, PathBuf};
-
-use crate::broker::producer_ids::BLOCK_SIZE;
 
 /// The directory of claim files, under the data directory.
 pub const BLOCKS_DIR: &str = "__cluster/producer-id-blocks";
@@ -40,11 +39,6 @@ pub fn claim_block(data_dir: &Path, from: i64) -> io::Result<i64> {
             Err(error) => return Err(error),
         }
     }
-}
-
-/// The block that holds id `id`.
-pub fn block_of(id: i64) -> i64 {
-    id.div_euclid(BLOCK_SIZE)
 }
 
 fn claim_path(dir: &Path, block: i64) -> PathBuf {
@@ -91,6 +85,5 @@ mod tests {
         assert_eq!(all.len(), claimed, "a block was claimed twice");
         assert_eq!(claim_block(&root, 0).expect("claim"), 100);
         assert_eq!(claim_block(&root, 500).expect("claim"), 500);
-        assert_eq!(block_of(BLOCK_SIZE * 3 + 7), 3);
     }
 }

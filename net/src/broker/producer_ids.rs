@@ -1,33 +1,95 @@
-//! Producer ids for InitProducerId, unique across restarts.
+//! Producer ids for InitProducerId, unique across restarts and, in cluster mode, across the
+//! brokers sharing one volume.
 //!
-//! Ids are handed out from blocks of [`BLOCK_SIZE`]. Before the first id of a block is
-//! given out, the block's end is written durably to `__cluster/producer-id-block` (8 bytes,
-//! big-endian, followed by a CRC-32 of them); after a restart allocation resumes at that
-//! end, so an id is never handed out twice even after `kill -9`. A corrupt file stops the
-//! allocator rather than risk reusing ids.
+//! Ids are handed out from blocks of [`BLOCK_SIZE`], each reserved durably before its first id
+//! is given out, so an id is never handed out twice even after `kill -9`. Where a block is
+//! reserved is the one interface between allocation and the volume, [`IdBlockStore`], chosen at
+//! start-up (`server.rs`):
 //!
-//! In cluster mode several brokers share the volume, so one file rewritten by each would let
-//! two of them reserve the same block: blocks are claimed instead, one `O_EXCL` file per block
-//! ([`crate::broker::producer_id_blocks`]).
+//! - **standalone** ([`IdBlockStore::File`]): the block's end is written durably to
+//!   `__cluster/producer-id-block` (8 bytes, big-endian, followed by a CRC-32 of them) through
+//!   the engine's `Storage`; after a restart allocation resumes at that end. A corrupt file
+//!   stops the allocator rather than risk reusing ids.
+//! - **cluster mode** ([`IdBlockStore::Claims`]): several brokers share the volume, so one file
+//!   rewritten by each would let two of them reserve the same block: blocks are claimed
+//!   instead, one `O_EXCL` file per block ([`crate::broker::producer_id_blocks`]), above any
+//!   block the standalone file reserved (a standalone volume turned into a cluster).
 
 use std::cell::Cell;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use glommio::sync::Semaphore;
 use kaas_engine::{EngineError, Storage};
 
+use crate::broker::producer_id_blocks;
+
 /// Ids reserved per durable write.
 pub const BLOCK_SIZE: i64 = 1000;
 const BLOCK_FILE: &str = "__cluster/producer-id-block";
 
+/// Where blocks of producer ids are reserved durably.
+pub enum IdBlockStore {
+    /// Standalone: the end of the last reserved block, in `__cluster/producer-id-block`.
+    File(Storage),
+    /// Cluster mode: one claim file per block in the shared data directory `data_dir`, above
+    /// the standalone file's end (read through `storage`).
+    Claims { storage: Storage, data_dir: PathBuf },
+}
+
+impl IdBlockStore {
+    fn storage(&self) -> &Storage {
+        match self {
+            IdBlockStore::File(storage) | IdBlockStore::Claims { storage, .. } => storage,
+        }
+    }
+
+    /// The first id a restarted allocator may hand out: the standalone file's end (0 without
+    /// one); cluster claims only ever go above it.
+    async fn resume_at(&self) -> Result<i64, EngineError> {
+        match self.storage().read_small(Path::new(BLOCK_FILE)).await? {
+            Some(bytes) => decode(&bytes).ok_or_else(|| EngineError::Corrupt {
+                what: BLOCK_FILE.into(),
+                detail: "bad length or checksum".into(),
+            }),
+            None => Ok(0),
+        }
+    }
+
+    /// Reserves, durably, the next block of ids at or after `next`.
+    async fn reserve(&self, next: i64) -> Result<Range<i64>, EngineError> {
+        match self {
+            IdBlockStore::File(storage) => {
+                let end = next + BLOCK_SIZE;
+                storage.create_dir_all(Path::new("__cluster")).await?;
+                storage
+                    .write_small_durable(Path::new(BLOCK_FILE), encode(end))
+                    .await?;
+                Ok(next..end)
+            }
+            IdBlockStore::Claims { data_dir, .. } => {
+                let dir = data_dir.clone();
+                // The first whole block at or after `next`.
+                let from = (next + BLOCK_SIZE - 1).div_euclid(BLOCK_SIZE);
+                let block = glommio::executor()
+                    .spawn_blocking(move || producer_id_blocks::claim_block(&dir, from))
+                    .await
+                    .map_err(|e| EngineError::Io {
+                        context: "claiming a producer id block".into(),
+                        source: e,
+                    })?;
+                Ok(block * BLOCK_SIZE..(block + 1) * BLOCK_SIZE)
+            }
+        }
+    }
+}
+
 /// Hands out producer ids (lives on shard 0).
 pub struct ProducerIdAllocator {
-    storage: Storage,
+    store: IdBlockStore,
     next: Cell<i64>,
     block_end: Cell<i64>,
     reserving: Semaphore,
-    /// Cluster mode: the shared data directory blocks are claimed in.
-    claims_in: Option<PathBuf>,
 }
 
 fn encode(end: i64) -> Vec<u8> {
@@ -47,30 +109,15 @@ fn decode(bytes: &[u8]) -> Option<i64> {
 }
 
 impl ProducerIdAllocator {
-    /// Resumes after the last reserved block.
-    pub async fn load(storage: Storage) -> Result<Self, EngineError> {
-        let start = match storage.read_small(Path::new(BLOCK_FILE)).await? {
-            Some(bytes) => decode(&bytes).ok_or_else(|| EngineError::Corrupt {
-                what: BLOCK_FILE.into(),
-                detail: "bad length or checksum".into(),
-            })?,
-            None => 0,
-        };
+    /// Resumes after every block `store` reserved before.
+    pub async fn load(store: IdBlockStore) -> Result<Self, EngineError> {
+        let start = store.resume_at().await?;
         Ok(ProducerIdAllocator {
-            storage,
+            store,
             next: Cell::new(start),
             block_end: Cell::new(start),
             reserving: Semaphore::new(1),
-            claims_in: None,
         })
-    }
-
-    /// An allocator of a broker in a cluster sharing `data_dir`: every block is claimed on the
-    /// volume, above any block the standalone file reserved.
-    pub async fn load_cluster(storage: Storage, data_dir: PathBuf) -> Result<Self, EngineError> {
-        let mut allocator = Self::load(storage).await?;
-        allocator.claims_in = Some(data_dir);
-        Ok(allocator)
     }
 
     /// A producer id never handed out before.
@@ -80,27 +127,10 @@ impl ProducerIdAllocator {
             .acquire_permit(1)
             .await
             .map_err(|_| EngineError::Closed)?;
-        if let (true, Some(dir)) = (self.next.get() >= self.block_end.get(), &self.claims_in) {
-            let dir = dir.clone();
-            let from =
-                crate::broker::producer_id_blocks::block_of(self.next.get() + BLOCK_SIZE - 1);
-            let block = glommio::executor()
-                .spawn_blocking(move || crate::broker::producer_id_blocks::claim_block(&dir, from))
-                .await
-                .map_err(|e| EngineError::Io {
-                    context: "claiming a producer id block".into(),
-                    source: e,
-                })?;
-            self.next.set(block * BLOCK_SIZE);
-            self.block_end.set((block + 1) * BLOCK_SIZE);
-        }
         if self.next.get() >= self.block_end.get() {
-            let end = self.next.get() + BLOCK_SIZE;
-            self.storage.create_dir_all(Path::new("__cluster")).await?;
-            self.storage
-                .write_small_durable(Path::new(BLOCK_FILE), encode(end))
-                .await?;
-            self.block_end.set(end);
+            let block = self.store.reserve(self.next.get()).await?;
+            self.next.set(block.start);
+            self.block_end.set(block.end);
         }
         let id = self.next.get();
         self.next.set(id + 1);
@@ -111,6 +141,13 @@ impl ProducerIdAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn claims(storage: &Storage, root: &Path) -> IdBlockStore {
+        IdBlockStore::Claims {
+            storage: storage.clone(),
+            data_dir: root.to_path_buf(),
+        }
+    }
 
     #[test]
     fn block_file_round_trip_and_corruption() {
@@ -126,13 +163,15 @@ mod tests {
         glommio::LocalExecutorBuilder::default()
             .spawn(|| async {
                 let storage = Storage::memory();
-                let first = ProducerIdAllocator::load(storage.clone())
+                let first = ProducerIdAllocator::load(IdBlockStore::File(storage.clone()))
                     .await
                     .expect("load");
                 let a = first.allocate().await.expect("id");
                 let b = first.allocate().await.expect("id");
                 assert_ne!(a, b);
-                let second = ProducerIdAllocator::load(storage).await.expect("reload");
+                let second = ProducerIdAllocator::load(IdBlockStore::File(storage))
+                    .await
+                    .expect("reload");
                 let c = second.allocate().await.expect("id");
                 assert!(c > b, "{c} after {b}");
             })
@@ -149,14 +188,14 @@ mod tests {
             .spawn(move || async move {
                 let storage = Storage::disk(root.clone());
                 // A standalone broker used the volume first.
-                let standalone = ProducerIdAllocator::load(storage.clone())
+                let standalone = ProducerIdAllocator::load(IdBlockStore::File(storage.clone()))
                     .await
                     .expect("load");
                 let old = standalone.allocate().await.expect("id");
-                let a = ProducerIdAllocator::load_cluster(storage.clone(), root.clone())
+                let a = ProducerIdAllocator::load(claims(&storage, &root))
                     .await
                     .expect("load");
-                let b = ProducerIdAllocator::load_cluster(storage.clone(), root.clone())
+                let b = ProducerIdAllocator::load(claims(&storage, &root))
                     .await
                     .expect("load");
                 let mut ids = vec![old];
@@ -165,7 +204,7 @@ mod tests {
                     ids.push(b.allocate().await.expect("id"));
                 }
                 // A restarted broker resumes above every claimed block.
-                let c = ProducerIdAllocator::load_cluster(storage, root)
+                let c = ProducerIdAllocator::load(claims(&storage, &root))
                     .await
                     .expect("load");
                 ids.push(c.allocate().await.expect("id"));

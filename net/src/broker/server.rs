@@ -33,7 +33,7 @@ use crate::broker::config::BrokerConfig;
 use crate::broker::connection;
 use crate::broker::metrics::ShardMetrics;
 use crate::broker::port_guard::{self, PortInUse};
-use crate::broker::producer_ids::ProducerIdAllocator;
+use crate::broker::producer_ids::{IdBlockStore, ProducerIdAllocator};
 use crate::broker::router::{Inbox, Router};
 use crate::broker::shard::Shard;
 use crate::broker::takeover_driver;
@@ -432,13 +432,16 @@ async fn prepare(
     }
     let file = topics.clone().unwrap_or_default();
     let admin = TopicAdmin::new(storage.clone(), file);
-    let ids = match (&config.cluster, &config.data_dir) {
-        (Some(_), Some(dir)) => {
-            ProducerIdAllocator::load_cluster(storage.clone(), dir.clone()).await
-        }
-        _ => ProducerIdAllocator::load(storage.clone()).await,
-    }
-    .map_err(|e| e.to_string())?;
+    let id_blocks = match (&config.cluster, &config.data_dir) {
+        (Some(_), Some(dir)) => IdBlockStore::Claims {
+            storage: storage.clone(),
+            data_dir: dir.clone(),
+        },
+        _ => IdBlockStore::File(storage.clone()),
+    };
+    let ids = ProducerIdAllocator::load(id_blocks)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok((Some(admin), Some(ids)))
 }
 

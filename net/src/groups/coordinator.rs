@@ -31,7 +31,7 @@ use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::{ConsumerGroupConfig, TopicSnapshot};
 use crate::groups::group::{topic_snapshot, Group, GroupState};
 use crate::groups::offset_retention::expired_offsets;
-use crate::groups::offsets_topic::OffsetsTopic;
+use crate::groups::offsets_topic::{self, OffsetsTopic};
 use crate::groups::placement::coordinator_shard;
 use crate::protocol::ErrorCode;
 
@@ -442,10 +442,9 @@ impl GroupCoordinator {
                 .set(now_ms.saturating_add(config_check_interval(&self.config)));
             self.expire_offsets(wall_ms()).await;
         }
-        // In cluster mode every broker would serve all 50 partitions from the same files; until
-        // the assignment places them, `__consumer_offsets` is served by standalone brokers only.
+        // `__consumer_offsets` exists on standalone brokers only (its module's doc says why).
         let view = self.view.load();
-        if self.loaded.get() && !view.cluster_mode {
+        if self.loaded.get() && offsets_topic::is_served(&view) {
             self.offsets_topic.sync(&self.groups(), &view).await;
         }
     }

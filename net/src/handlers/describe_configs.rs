@@ -72,7 +72,9 @@ pub fn handle(shard: &Rc<Shard>, request: DescribeConfigsRequest) -> DescribeCon
             let entries = match resource.resource_type {
                 RESOURCE_TOPIC => match view.topic(&resource.resource_name) {
                     Some(topic) => topic_entries(shard, &topic.config, request.include_synonyms),
-                    None if offsets_topic::is_offsets_topic(&resource.resource_name) => {
+                    None if offsets_topic::topic_by_name(&view, &resource.resource_name)
+                        .is_some() =>
+                    {
                         offsets_topic_entries(shard, request.include_synonyms)
                     }
                     None => {

@@ -38,7 +38,9 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
                 .filter(|t| !offsets_topic::is_offsets_topic(&t.name))
                 .map(|t| topic_metadata(shard, &view, t)),
         );
-        topics.push(offsets_topic_metadata(shard, &view));
+        if offsets_topic::is_served(&view) {
+            topics.push(offsets_topic_metadata(shard, &view));
+        }
     } else {
         let auto_create =
             config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
@@ -46,7 +48,7 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
             topics.push(match requested.name {
                 Some(name) if !name.is_empty() || requested.topic_id == Uuid::NIL => {
                     match view.topic(&name) {
-                        _ if offsets_topic::is_offsets_topic(&name) => {
+                        _ if offsets_topic::topic_by_name(&view, &name).is_some() => {
                             offsets_topic_metadata(shard, &view)
                         }
                         Some(topic) => topic_metadata(shard, &view, topic),

@@ -49,6 +49,7 @@ var phases = []scenario{
 	{"group-resume-commit", groupResumeCommit},
 	{"group-resume-check", groupResumeCheck},
 	{"cluster-produce", clusterProduce},
+	{"cluster-moves", clusterMoves},
 }
 
 func main() {

@@ -17,6 +17,12 @@ consume: consumes R records in group G, committing each synchronously; prints an
 FILE the committed positions. With --check it instead reads the group's committed offsets
 and fails unless they are at least FILE's and at most the partition's end.
 Each phase prints PASS or FAIL <reason> and exits 0 or 1; every wait is bounded.
+
+The files are the one format every client's records are checked in: the Java and franz-go
+cluster-moves scenarios (tests/clients/java ClusterMoves.java, tests/clients/go/cluster_moves.go)
+print "ACKED <partition> <offset> <value>" and "COMMITTED <partition> <offset>" lines, which the
+Rust tests append to an acked FILE (verify then checks all clients' records of the topic at
+once) or write as a committed FILE (consume --check, with that client's group).
 """
 
 import argparse

@@ -24,6 +24,16 @@
 //!   INVALID_TOPIC_EXCEPTION, CreateTopics TOPIC_ALREADY_EXISTS, and DeleteTopics (which
 //!   Kafka 4.4 performs, dropping every group's offsets) INVALID_TOPIC_EXCEPTION: here the
 //!   topic is a view of the groups, not a log that can be removed.
+//! - **Standalone only** ([`is_served`]). In Kafka a group's coordinator is the leader of the
+//!   group's partition of this topic. A kaas cluster places groups one by one instead
+//!   (`assignment.json`'s `consumerGroups`, else kaas-cluster's per-group fallback), so two
+//!   groups of one partition may have different coordinators, and no leader Metadata could
+//!   name for that partition would agree with FindCoordinator for both. In cluster mode the
+//!   topic therefore does not exist, as in a Kafka cluster before its first FindCoordinator:
+//!   Metadata leaves it out (UNKNOWN_TOPIC_OR_PARTITION by name, UNKNOWN_TOPIC_ID by id),
+//!   ListOffsets, Fetch and DescribeConfigs answer UNKNOWN_TOPIC_OR_PARTITION, and Produce to
+//!   the name is still INVALID_TOPIC_EXCEPTION. (Serving it would need the assignment to place
+//!   groups by partition.)
 
 pub mod partition;
 pub mod record_batch;
@@ -90,14 +100,19 @@ pub fn topic_info(view: &ClusterView) -> Arc<TopicInfo> {
     })
 }
 
-/// The topic if `name` is it.
-pub fn topic_by_name(view: &ClusterView, name: &str) -> Option<Arc<TopicInfo>> {
-    is_offsets_topic(name).then(|| topic_info(view))
+/// Whether the topic exists on this broker: standalone only (the module's doc says why).
+pub fn is_served(view: &ClusterView) -> bool {
+    !view.cluster_mode
 }
 
-/// The topic if `id` is its id.
+/// The topic if `name` is it and it is served.
+pub fn topic_by_name(view: &ClusterView, name: &str) -> Option<Arc<TopicInfo>> {
+    (is_served(view) && is_offsets_topic(name)).then(|| topic_info(view))
+}
+
+/// The topic if `id` is its id and it is served.
 pub fn topic_by_id(view: &ClusterView, id: &Uuid) -> Option<Arc<TopicInfo>> {
-    (*id == topic_id(&view.cluster_id)).then(|| topic_info(view))
+    (is_served(view) && *id == topic_id(&view.cluster_id)).then(|| topic_info(view))
 }
 
 /// The shard serving partition `partition` (and coordinating its groups).

@@ -60,6 +60,7 @@ public final class Scenarios {
         SCENARIOS.put("admin-producers", AdminApis::producers);
         SCENARIOS.put("offsets-topic", OffsetsTopic::offsetsTopic);
         SCENARIOS.put("record-rules", RecordRules::recordRules);
+        SCENARIOS.put("cluster-moves", ClusterMoves::clusterMoves);
     }
 
     public static void main(String[] args) {
