@@ -74,11 +74,14 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
         };
         let mut partitions = Vec::with_capacity(fetch_topic.partitions.len());
         for fetch_partition in fetch_topic.partitions {
+            // Empty, not null, records for a partition that is refused here, as Kafka
+            // answers: librdkafka treats a null record set as a parse failure.
             let mut data = PartitionData {
                 partition_index: fetch_partition.partition,
                 high_watermark: -1,
                 last_stable_offset: -1,
                 log_start_offset: -1,
+                records: Some(Bytes::new()),
                 ..Default::default()
             };
             let position = Position {
