@@ -1,13 +1,14 @@
 //! Starting the cluster core (`--assignment-source kube`, the default in cluster mode)
 //! beside the shards: its sources, the Kubernetes adapters, and the broker's hooks (this
-//! broker's endpoint, the assignment it applied, the follower nudge).
+//! broker's endpoint, the assignment it applied, the follower nudge, the KafkaTopic service
+//! its topic changes go to).
 
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use kaas_cluster::assignment::BrokerEndpoint;
 use kaas_cluster::ids::BrokerId;
-use kaas_cluster_core::{BrokerHooks, ClusterCore, CoreOptions, Sources};
+use kaas_cluster_core::{BoxFuture, BrokerHooks, ClusterCore, CoreOptions, Sources};
 use kaas_cluster_kube::lease_campaign::CampaignOptions;
 use kaas_cluster_kube::startup_probe::probe_blocking;
 use kaas_cluster_kube::{kube_sources, KubeEnvironment, SharedContext};
@@ -85,6 +86,16 @@ pub fn start(
                 nudger.nudge();
             }
         }),
+        // This broker's topic changes become KafkaTopic changes, on the core's runtime.
+        tasks: broker
+            .serve_topic_changes()
+            .map(|requests| {
+                Box::pin(kaas_cluster_kube::topic_requests::serve_from_environment(
+                    requests,
+                )) as BoxFuture
+            })
+            .into_iter()
+            .collect(),
     };
     let options = CoreOptions::new(
         &cluster_dir(data_dir),

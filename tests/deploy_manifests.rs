@@ -100,7 +100,10 @@ fn every_kaas_variable_of_the_statefulset_is_a_flag_and_names_real_objects() {
         .filter_map(|line| line.trim().strip_prefix("- name: "))
         .filter(|name| name.starts_with("KAAS_"))
         .collect();
-    assert!(variables.contains(&"KAAS_LEASE_DURATION_MS"), "{variables:?}");
+    assert!(
+        variables.contains(&"KAAS_LEASE_DURATION_MS"),
+        "{variables:?}"
+    );
     for variable in &variables {
         assert!(
             help.contains(&format!("[env: {variable}=")),

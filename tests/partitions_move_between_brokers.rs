@@ -220,6 +220,9 @@ fn acked_records_and_commits_survive_moves_kills_and_restarts() {
     }
     for broker in &mut brokers {
         broker.wait_for_version(5);
+        // The view is published before the open phase ends: until a partition is open its
+        // leader answers NOT_LEADER_OR_FOLLOWER, which the watermark query does not retry.
+        broker.wait_for_health(&format!("\"partitions_open\":{}", PARTITIONS / 3));
     }
     run(verify(), "verifying after restarting all brokers");
     check_commits("after restarting all brokers");

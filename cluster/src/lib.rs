@@ -3,7 +3,8 @@
 //! shard reads, placement of partitions and groups, shard commands as plain data and the
 //! takeover diff that turns an assignment change into those commands; and the controller's
 //! side: the [`balancer`] that computes the next assignment and the [`controller`] state
-//! machine that decides when to lead, compute and write.
+//! machine that decides when to lead, compute and write; and the [`topic_change`] requests a
+//! broker sends to whoever keeps the cluster's topic list.
 //!
 //! Everything here is deterministic and `Send`: adapters (file watching, Kubernetes, gRPC)
 //! feed it inputs and carry its outputs out, which is what lets the tests drive it by
@@ -18,6 +19,7 @@ pub mod ids;
 pub mod open_state;
 pub mod placement;
 pub mod takeover;
+pub mod topic_change;
 mod topic_id;
 mod topic_name;
 pub mod view;
@@ -38,5 +40,8 @@ mod tests {
         send_sync::<crate::controller::Controller>();
         send_sync::<crate::controller::Action>();
         send_sync::<crate::controller::Input>();
+        send_sync::<crate::topic_change::TopicChange>();
+        fn send<T: Send>() {}
+        send::<crate::topic_change::TopicChangeRequest>();
     }
 }

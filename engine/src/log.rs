@@ -1104,7 +1104,8 @@ impl PartitionLog {
                 .iter()
                 .filter_map(|b| state.segments.remove(b))
                 .collect();
-            state.producers.remove_before(start as i64);
+            // Producer state outlives the batches (as in Kafka): a producer whose records
+            // are deleted must still continue its sequence.
             doomed
         };
         let count = doomed.len();

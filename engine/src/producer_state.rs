@@ -22,6 +22,14 @@
 //! The table can be capped ([`ProducerStateTable::with_max_producers`]); beyond the cap the least
 //! recently appended-to producer is forgotten, which only makes a later check more lenient.
 //!
+//! A producer is **not** forgotten when the log start offset passes its batches (retention,
+//! DeleteRecords): Apache Kafka keeps the state then too (KIP-360), so the producer's next
+//! batch must still follow its last sequence, and one starting at 0 again in the same epoch
+//! is refused (OUT_OF_ORDER_SEQUENCE_NUMBER) rather than taken for a new producer. A retry of
+//! a remembered batch whose records were deleted is answered with its original offsets, as
+//! Kafka answers it. Only truncating the log's tail ([`ProducerStateTable::truncate_to`])
+//! forgets batches.
+//!
 //! # Snapshot file
 //!
 //! Named `<offset:020>.snapshot` (`<offset:020>-e<epoch>.snapshot` at a fenced epoch, see
@@ -394,12 +402,6 @@ impl ProducerStateTable {
         self.retain_batches(|b| b.last_offset < log_end_offset);
     }
 
-    /// Forgets batches wholly below `log_start_offset` (deleted by retention), and producers
-    /// with none left.
-    pub fn remove_before(&mut self, log_start_offset: i64) {
-        self.retain_batches(|b| b.last_offset >= log_start_offset);
-    }
-
     /// Forgets producers whose last batch's max timestamp is older than `now_ms - idle_ms`
     /// (Kafka's `producer.id.expiration.ms`).
     pub fn remove_expired(&mut self, now_ms: i64, idle_ms: i64) {
@@ -702,7 +704,7 @@ mod tests {
     }
 
     #[test]
-    fn test_truncate_and_remove_before() {
+    fn test_truncate_forgets_batches_above_the_end() {
         let mut table = ProducerStateTable::new();
         append(&mut table, 1, 0, 0, 0);
         append(&mut table, 1, 0, 3, 3);
@@ -712,8 +714,6 @@ mod tests {
         table.truncate_to(4);
         assert_eq!(table.get(1).unwrap().batches().len(), 1);
         assert_eq!(table.check(1, 0, 3, 5), Ok(SequenceCheck::Append));
-        table.remove_before(3);
-        assert!(table.is_empty());
     }
 
     #[test]

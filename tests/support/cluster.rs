@@ -1,7 +1,10 @@
 //! A broker of a cluster-mode test: a real `kaas` process with `MY_POD_NAME` set, sharing a
-//! data directory with the others, killed when dropped.
+//! data directory with the others, killed when dropped. [`Broker::new`] follows a file the
+//! test writes (`--assignment-source file`, ports picked at random on 127.0.0.1);
+//! [`Broker::pod`] is a broker as a pod runs it: its own address, the default ports, and the
+//! source and environment the caller gives (tests/support/kube_cluster.rs).
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,8 +16,15 @@ pub struct Broker {
     pub id: i32,
     pub kafka: SocketAddr,
     pub admin: SocketAddr,
+    /// The heartbeat listener (`--heartbeat-listen`); `None` leaves the flag out.
+    pub heartbeat: Option<SocketAddr>,
     data_dir: PathBuf,
+    /// `--assignment-source` and any other flags of this broker.
+    args: Vec<String>,
+    env: Vec<(String, String)>,
     child: Option<Child>,
+    /// Between [`Broker::pause`] and [`Broker::resume`].
+    pub paused: bool,
 }
 
 impl Broker {
@@ -23,20 +33,54 @@ impl Broker {
             id,
             kafka: SocketAddr::from(([127, 0, 0, 1], free_port())),
             admin: SocketAddr::from(([127, 0, 0, 1], free_port())),
+            heartbeat: None,
             data_dir: data_dir.to_path_buf(),
+            args: vec!["--assignment-source".into(), "file".into()],
+            env: Vec::new(),
             child: None,
+            paused: false,
+        }
+    }
+
+    /// Broker `id` as pod `kaas-<id>` runs it: on its own address `ip` with the default ports
+    /// (Kafka 9092, admin 9644, heartbeat 9094), with `args` (the assignment source and its
+    /// flags) and `env` (e.g. `KUBECONFIG`, `POD_NAMESPACE`).
+    pub fn pod(
+        id: i32,
+        ip: Ipv4Addr,
+        data_dir: &Path,
+        args: &[String],
+        env: &[(String, String)],
+    ) -> Broker {
+        Broker {
+            id,
+            kafka: SocketAddr::from((ip, 9092)),
+            admin: SocketAddr::from((ip, 9644)),
+            heartbeat: Some(SocketAddr::from((ip, 9094))),
+            data_dir: data_dir.to_path_buf(),
+            args: args.to_vec(),
+            env: env.to_vec(),
+            child: None,
+            paused: false,
         }
     }
 
     pub fn start(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_kaas"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kaas"));
+        command
             .env("MY_POD_NAME", format!("kaas-{}", self.id))
             .env("RUST_LOG", "warn")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .args(["--listen", &self.kafka.to_string()])
             .args(["--admin-listen", &self.admin.to_string()])
-            .args(["--advertised-host", "127.0.0.1"])
+            .args(["--advertised-host", &self.kafka.ip().to_string()])
             .args(["--advertised-port", &self.kafka.port().to_string()])
-            .args(["--assignment-source", "file", "--shards", "2"])
+            .args(["--shards", "2"])
+            .args(&self.args);
+        if let Some(heartbeat) = self.heartbeat {
+            command.args(["--heartbeat-listen", &heartbeat.to_string()]);
+        }
+        let child = command
             .arg("--data-dir")
             .arg(&self.data_dir)
             .stdin(Stdio::null())
@@ -45,6 +89,43 @@ impl Broker {
             .spawn()
             .expect("spawn kaas");
         self.child = Some(child);
+    }
+
+    /// Whether the process runs (paused counts as running).
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_none())
+    }
+
+    /// How the process ended, if it was started and has ended by itself (not by
+    /// [`Broker::kill9`] or [`Broker::terminate`], which forget it).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Waits (at most 30 s) until nothing accepts connections on this broker's ports any
+    /// more: a stopped broker's listeners are gone before the next one binds them.
+    pub fn wait_for_ports_closed(&self) {
+        let ports = [Some(self.kafka), Some(self.admin), self.heartbeat];
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for addr in ports.into_iter().flatten() {
+            while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                assert!(
+                    Instant::now() < deadline,
+                    "broker {}: {addr} still accepts connections",
+                    self.id
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
     }
 
     /// Waits until the broker's `/healthz` reports assignment `version` (panics after 30 s).
@@ -71,12 +152,14 @@ impl Broker {
     /// kernel paused, as a long GC pause or a stalled VM would).
     pub fn pause(&mut self) {
         self.signal(libc::SIGSTOP);
+        self.paused = true;
     }
 
     /// SIGCONT after [`Broker::pause`]: it carries on where it stopped, still believing
     /// whatever it believed.
     pub fn resume(&mut self) {
         self.signal(libc::SIGCONT);
+        self.paused = false;
     }
 
     fn signal(&mut self, signal: i32) {
@@ -104,6 +187,7 @@ impl Broker {
     }
 
     pub fn kill9(&mut self) {
+        self.paused = false;
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

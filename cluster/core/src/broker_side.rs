@@ -24,6 +24,9 @@ pub struct BrokerHooks {
     /// Called on the controller's `ASSIGNMENT_CHANGED`; must not block (the broker nudges
     /// its `FileFollower`, which only wakes its thread).
     pub on_assignment_changed: Box<dyn Fn() + Send + Sync>,
+    /// Futures the core spawns on its runtime at start (the service carrying this broker's
+    /// topic changes out on the KafkaTopics); they end with the runtime.
+    pub tasks: Vec<crate::sources::BoxFuture>,
 }
 
 /// The running broker side.
@@ -40,7 +43,11 @@ impl BrokerSide {
             endpoint,
             applied,
             on_assignment_changed,
+            tasks,
         } = hooks;
+        for task in tasks {
+            tokio::spawn(task);
+        }
         let client = HeartbeatClient::spawn(endpoint, None, options, move |notice| {
             tracing::debug!(
                 version = notice.version.0,

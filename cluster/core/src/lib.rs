@@ -4,8 +4,8 @@
 //! On it run, for the controller's side, the [`Controller`](kaas_cluster::controller::Controller)
 //! state machine of `kaas-cluster` and the adapters that feed it and carry out its actions
 //! ([`controller_loop`]): the heartbeat server, a 2 s tick (the alive-set poll), the volume
-//! (`assignment.json` through `kaas-cluster-file`'s writer and the
-//! [`controller_epoch_file`]), and the Lease, EndpointSlice and KafkaTopic inputs behind the
+//! (`assignment.json` through `kaas-cluster-file`'s writer and its
+//! controller-epoch file), and the Lease, EndpointSlice and KafkaTopic inputs behind the
 //! [`sources`] traits. For the broker's side ([`broker_side`]) it runs the heartbeat client
 //! to the controller the Lease names, which reports the assignment the broker applied and
 //! nudges the broker's `FileFollower` on `ASSIGNMENT_CHANGED`. [`ClusterCore`] starts and
@@ -13,7 +13,6 @@
 
 pub mod broker_side;
 mod clock;
-pub mod controller_epoch_file;
 pub mod controller_loop;
 mod core_thread;
 pub mod sources;

@@ -13,7 +13,7 @@ use kaas_cluster::controller::Input;
 use kaas_cluster::ids::ControllerEpoch;
 use kaas_cluster_file::{read_assignment, write_assignment_if, ReadError, ASSIGNMENT_FILE};
 
-use crate::controller_epoch_file::{self, EpochFileError};
+use kaas_cluster_file::controller_epoch_file::{self, EpochFileError};
 
 /// How long to wait before reading a refused file once more: a file that does not parse may
 /// be a copy caught mid-way by a reader on a file system without atomic rename, and giving

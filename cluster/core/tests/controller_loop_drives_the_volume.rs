@@ -171,6 +171,7 @@ impl Harness {
                 endpoint: endpoint(0),
                 applied: Box::new(move || *applied.lock().expect("applied")),
                 on_assignment_changed: Box::new(move || nudger.nudge()),
+                tasks: Vec::new(),
             },
         )
         .expect("core starts");

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-/// What went wrong talking to Kubernetes or keeping the controller epoch.
+/// What went wrong talking to Kubernetes.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeAdapterError {
     /// A request failed: the API server is unreachable, refused it (RBAC: 403), or found it
@@ -32,21 +32,6 @@ pub enum KubeAdapterError {
         #[source]
         source: std::io::Error,
     },
-    /// The controller-epoch file could not be read, written or locked.
-    #[error("controller epoch file {path}: {source}")]
-    EpochFile {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The controller-epoch file holds something that is not the format.
-    #[error("controller epoch file {path} is not a controller epoch: {content:?}")]
-    EpochFileCorrupt { path: PathBuf, content: String },
-    /// A controller tried to lead at an epoch not above the highest one ever used here.
-    #[error(
-        "controller epoch {epoch} is not above the highest epoch used on this volume ({highest})"
-    )]
-    EpochNotAbove { epoch: u64, highest: u64 },
     /// A watch stream failed (it is restarted by the caller).
     #[error("watch of {resource} failed: {source}")]
     Watch {

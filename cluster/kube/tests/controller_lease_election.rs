@@ -1,7 +1,8 @@
 //! The controller Lease on a real API server: of two brokers racing for it exactly one wins
 //! and the other learns who; a take-over after expiry raises the epoch by exactly one; a
 //! release lets another broker win at once at a higher epoch; renewals keep the epoch; and
-//! the epoch file on the volume refuses an epoch not above the highest used.
+//! the epoch file on the volume (`kaas-cluster-file`'s) keeps the highest epoch used, so a
+//! Lease recreated at epoch 1 is taken over again above it (`acquire_above`).
 
 #![allow(clippy::unwrap_used)]
 
@@ -10,9 +11,9 @@ mod support;
 use std::time::Duration;
 
 use kaas_cluster::ids::ControllerEpoch;
-use kaas_cluster_kube::controller_epoch_file::ControllerEpochFile;
+use kaas_cluster_file::{read_recorded_epoch, record_epoch};
 use kaas_cluster_kube::lease::{Candidate, ControllerLease, LeaseOutcome, LeaseRecord};
-use kaas_cluster_kube::{KubeAdapterError, KubeContext};
+use kaas_cluster_kube::KubeContext;
 use support::apiserver::{admin_client, fresh_namespace};
 
 fn candidate(identity: &str, seconds: u64) -> Candidate {
@@ -110,11 +111,11 @@ async fn renewals_keep_the_epoch_and_a_release_lets_another_broker_win_at_once()
     let context = context("lease-release").await;
     let lease = ControllerLease::new(&context);
     let data = tempfile::tempdir().unwrap();
-    let epochs_file = ControllerEpochFile::in_data_dir(data.path());
+    let epochs = data.path().join("__cluster");
 
     let a = candidate("kaas-0", 60);
     let mut held = won(lease.acquire(None, &a).await.unwrap());
-    epochs_file.record(held.epoch()).unwrap();
+    assert_eq!(record_epoch(&epochs, held.epoch()).unwrap(), held.epoch());
     for _ in 0..3 {
         let renewed = won(lease.renew(&held, &a).await.unwrap());
         assert_eq!(
@@ -149,20 +150,16 @@ async fn renewals_keep_the_epoch_and_a_release_lets_another_broker_win_at_once()
         taken.heartbeat_endpoint.as_deref(),
         Some("kaas-1.kaas:9094")
     );
-    epochs_file.record(taken.epoch()).unwrap();
+    assert_eq!(record_epoch(&epochs, taken.epoch()).unwrap(), taken.epoch());
 
     // The first broker's stale view of the Lease cannot win it back.
     assert!(matches!(
         lease.acquire(Some(&held), &a).await.unwrap(),
         LeaseOutcome::Lost(_)
     ));
-    // Epochs never rewind on the volume: the old epoch is refused there too.
-    let error = epochs_file.record(held.epoch()).unwrap_err();
-    assert!(
-        matches!(error, KubeAdapterError::EpochNotAbove { .. }),
-        "{error}"
-    );
-    assert_eq!(epochs_file.highest().unwrap(), taken.epoch());
+    // Epochs never rewind on the volume: recording the old epoch leaves the higher one.
+    assert_eq!(record_epoch(&epochs, held.epoch()).unwrap(), taken.epoch());
+    assert_eq!(read_recorded_epoch(&epochs).unwrap(), Some(taken.epoch()));
 }
 
 #[tokio::test]
@@ -170,7 +167,7 @@ async fn a_lease_recreated_at_a_lower_epoch_is_refused_by_the_epoch_file() {
     let context = context("lease-rewound").await;
     let lease = ControllerLease::new(&context);
     let data = tempfile::tempdir().unwrap();
-    let epochs = ControllerEpochFile::in_data_dir(data.path());
+    let epochs = data.path().join("__cluster");
     let a = candidate("kaas-0", 1);
     let mut held = won(lease.acquire(None, &a).await.unwrap());
     for _ in 0..2 {
@@ -179,7 +176,7 @@ async fn a_lease_recreated_at_a_lower_epoch_is_refused_by_the_epoch_file() {
         held = won(lease.acquire(Some(&seen), &a).await.unwrap());
     }
     assert_eq!(held.epoch(), ControllerEpoch(3));
-    epochs.record(held.epoch()).unwrap();
+    assert_eq!(record_epoch(&epochs, held.epoch()).unwrap(), held.epoch());
     // Someone deletes the Lease (or etcd is restored): a new Lease starts at epoch 1 again.
     kube::Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(
         context.client.clone(),
@@ -190,10 +187,23 @@ async fn a_lease_recreated_at_a_lower_epoch_is_refused_by_the_epoch_file() {
     .unwrap();
     let fresh = won(lease.acquire(None, &candidate("kaas-1", 15)).await.unwrap());
     assert_eq!(fresh.epoch(), ControllerEpoch(1));
-    let error = epochs.record(fresh.epoch()).unwrap_err().to_string();
-    assert!(
-        error.contains("not above the highest epoch used on this volume (3)"),
-        "{error}"
+    assert_eq!(
+        record_epoch(&epochs, fresh.epoch()).unwrap(),
+        ControllerEpoch(3),
+        "the volume keeps the higher epoch: the controller refuses to lead at 1"
     );
-    assert_eq!(epochs.highest().unwrap(), ControllerEpoch(3));
+    assert_eq!(
+        read_recorded_epoch(&epochs).unwrap(),
+        Some(ControllerEpoch(3))
+    );
+    // The new holder takes its own Lease over again above the volume's epoch.
+    let above = won(lease
+        .acquire_above(Some(&fresh), &candidate("kaas-1", 15), ControllerEpoch(3))
+        .await
+        .unwrap());
+    assert_eq!(above.epoch(), ControllerEpoch(4));
+    assert_eq!(
+        record_epoch(&epochs, above.epoch()).unwrap(),
+        ControllerEpoch(4)
+    );
 }

@@ -1,6 +1,7 @@
 //! The broker runtime: shards, connections, routing, topics, and the cluster view.
 
 pub mod append_turns;
+pub mod cluster_topic_changes;
 pub mod cluster_view;
 pub mod config;
 pub mod connection;
@@ -20,5 +21,8 @@ pub mod shard_commands;
 pub mod socket_writer;
 pub mod takeover_driver;
 pub mod topic_admin;
+pub mod topic_change_link;
+pub mod topic_changes;
 pub mod topic_config;
 pub mod topic_store;
+pub mod view_wait;

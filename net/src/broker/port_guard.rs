@@ -8,9 +8,11 @@
 //! of a broker that was just killed outlives it by up to a few hundred milliseconds. Sockets
 //! that only hold the port (connections a stopped broker had accepted, lingering after it)
 //! do not count: the shards' `SO_REUSEPORT` bind coexists with them, and they never take new
-//! connections.
+//! connections. Nor do listeners on the same port of another address (brokers on one host,
+//! each on its own address with the default port): only one on the same address, or where
+//! either side is the unspecified address, competes.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
 /// How long a socket with no live owner may keep the port before start-up gives up.
@@ -39,10 +41,10 @@ pub fn ensure_free(addr: SocketAddr) -> Result<(), PortInUse> {
                 // Connections a stopped broker accepted keep the port bound for a while
                 // without listening; the shards' SO_REUSEPORT bind coexists with those. Only a
                 // listening socket is a competitor.
-                if !listens(addr.port()) {
+                if !listens(addr) {
                     return Ok(());
                 }
-                let owner = listening_process(addr.port());
+                let owner = listening_process(addr);
                 if owner.is_some() || Instant::now() >= deadline {
                     return Err(PortInUse {
                         addr,
@@ -60,25 +62,25 @@ pub fn ensure_free(addr: SocketAddr) -> Result<(), PortInUse> {
     }
 }
 
-/// Whether any socket listens on `port` (in `/proc/net/tcp{,6}`).
-fn listens(port: u16) -> bool {
-    !listening_socket_inodes(port).is_empty()
+/// Whether any socket listens where it would compete with `addr` (in `/proc/net/tcp{,6}`).
+fn listens(addr: SocketAddr) -> bool {
+    !listening_socket_inodes(addr).is_empty()
 }
 
-/// Inodes of every socket listening on `port`.
-fn listening_socket_inodes(port: u16) -> Vec<String> {
+/// Inodes of every socket listening where it would compete with `addr`.
+fn listening_socket_inodes(addr: SocketAddr) -> Vec<String> {
     ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
         .filter_map(|table| std::fs::read_to_string(table).ok())
-        .flat_map(|table| listening_inodes(&table, port))
+        .flat_map(|table| listening_inodes(&table, addr))
         .collect()
 }
 
-/// The process (other than this one) that has a socket listening on `port`, as
-/// `pid N (command line)`: from the socket inodes in `/proc/net/tcp{,6}` and the descriptors
-/// in `/proc/<pid>/fd`. `None` when no running process owns one.
-fn listening_process(port: u16) -> Option<String> {
-    let inodes = listening_socket_inodes(port);
+/// The process (other than this one) that has a socket listening where it competes with
+/// `addr`, as `pid N (command line)`: from the socket inodes in `/proc/net/tcp{,6}` and the
+/// descriptors in `/proc/<pid>/fd`. `None` when no running process owns one.
+fn listening_process(addr: SocketAddr) -> Option<String> {
+    let inodes = listening_socket_inodes(addr);
     if inodes.is_empty() {
         return None;
     }
@@ -115,21 +117,54 @@ fn listening_process(port: u16) -> Option<String> {
     None
 }
 
-/// Inodes of the sockets in one `/proc/net/tcp*` table that listen on `port`.
-fn listening_inodes(table: &str, port: u16) -> Vec<String> {
+/// Inodes of the sockets in one `/proc/net/tcp*` table that listen where they compete with
+/// `addr`: its port, on its address or where either address is unspecified.
+fn listening_inodes(table: &str, addr: SocketAddr) -> Vec<String> {
     const LISTEN: &str = "0A";
+    let wanted = canonical(addr.ip());
     table
         .lines()
         .skip(1)
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let local = fields.get(1)?;
+            let (local_ip, local_port) = fields.get(1)?.split_once(':')?;
             let state = fields.get(3)?;
             let inode = fields.get(9)?;
-            let local_port = u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?;
-            (local_port == port && *state == LISTEN).then(|| inode.to_string())
+            let local_port = u16::from_str_radix(local_port, 16).ok()?;
+            let local_ip = canonical(table_address(local_ip)?);
+            let competes =
+                local_ip == wanted || local_ip.is_unspecified() || wanted.is_unspecified();
+            (local_port == addr.port() && *state == LISTEN && competes).then(|| inode.to_string())
         })
         .collect()
+}
+
+/// An address as `/proc/net/tcp{,6}` prints it: the 4 (IPv4) or 16 (IPv6) bytes as 32-bit
+/// words in hexadecimal, each word in the host's byte order.
+fn table_address(hex: &str) -> Option<IpAddr> {
+    let word = |i: usize| -> Option<[u8; 4]> {
+        let text = hex.get(i * 8..i * 8 + 8)?;
+        Some(u32::from_str_radix(text, 16).ok()?.to_ne_bytes())
+    };
+    match hex.len() {
+        8 => Some(IpAddr::V4(Ipv4Addr::from(word(0)?))),
+        32 => {
+            let mut bytes = [0u8; 16];
+            for i in 0..4 {
+                bytes[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
+            }
+            Some(IpAddr::V6(Ipv6Addr::from(bytes)))
+        }
+        _ => None,
+    }
+}
+
+/// IPv4-mapped IPv6 addresses as the IPv4 address they are.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
 }
 
 #[cfg(test)]
@@ -143,7 +178,7 @@ mod tests {
         // Our own listener is not named (we skip this process), but the bind still fails:
         // the refusal comes once the release wait is over. Check the table parsing directly.
         let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
-        assert!(!listening_inodes(&table, addr.port()).is_empty());
+        assert!(!listening_inodes(&table, addr).is_empty());
         drop(held);
         ensure_free(addr).expect("a released port is free");
     }
@@ -151,7 +186,38 @@ mod tests {
     #[test]
     fn the_table_parser_reads_listening_sockets_only() {
         let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   0: 0100007F:2384 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1\n   1: 0100007F:2384 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 4343 1\n";
-        assert_eq!(listening_inodes(table, 9092), vec!["4242".to_string()]);
-        assert!(listening_inodes(table, 9093).is_empty());
+        let at = |addr: &str| addr.parse::<SocketAddr>().expect("address");
+        assert_eq!(
+            listening_inodes(table, at("127.0.0.1:9092")),
+            vec!["4242".to_string()]
+        );
+        assert!(listening_inodes(table, at("127.0.0.1:9093")).is_empty());
+    }
+
+    #[test]
+    fn a_listener_on_another_address_of_the_same_port_does_not_compete() {
+        let header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+        let v4 = |ip: [u8; 4]| format!("{:08X}", u32::from_ne_bytes(ip));
+        // Brokers on 127.31.1.2 and 127.31.1.3 listen on 9092; 127.31.1.1:9092 is free.
+        let table = format!(
+            "{header}   0: {}:2384 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 11 1\n   1: {}:2384 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 12 1\n",
+            v4([127, 31, 1, 2]),
+            v4([127, 31, 1, 3])
+        );
+        let at = |addr: &str| addr.parse::<SocketAddr>().expect("address");
+        assert!(listening_inodes(&table, at("127.31.1.1:9092")).is_empty());
+        assert_eq!(listening_inodes(&table, at("127.31.1.2:9092")), ["11"]);
+        assert_eq!(listening_inodes(&table, at("0.0.0.0:9092")), ["11", "12"]);
+        // A listener on every address competes with any one of them, IPv6's included.
+        let any = format!(
+            "{header}   0: {}:2384 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 13 1\n",
+            "0".repeat(32)
+        );
+        assert_eq!(listening_inodes(&any, at("127.31.1.1:9092")), ["13"]);
+        // A real listener on another address of a port, found through /proc.
+        let held = TcpListener::bind("127.0.0.2:0").expect("bind");
+        let port = held.local_addr().expect("addr").port();
+        assert!(listens(SocketAddr::from(([127, 0, 0, 2], port))));
+        assert!(!listens(SocketAddr::from(([127, 0, 0, 3], port))));
     }
 }

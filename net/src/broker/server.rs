@@ -11,7 +11,8 @@
 //! locked; topics come from `<data>/__cluster/assignment.json` (not `topics.json`), which a
 //! [`FileFollower`] thread watches; shard 0 follows every accepted assignment
 //! ([`takeover_driver`]) and partitions open only by its commands. The cluster id is
-//! `<data>/__cluster/cluster-id`, shared by every broker.
+//! `<data>/__cluster/cluster-id`, shared by every broker. Topic changes go to whoever takes
+//! [`Broker::serve_topic_changes`] (the cluster core's KafkaTopic service).
 
 use std::path::Path;
 use std::rc::Rc;
@@ -28,6 +29,7 @@ use kaas_engine::compaction::shard_cleaner::ShardCleaner;
 use kaas_engine::data_dir_lock::{DataDirLock, DataDirLockError};
 use kaas_engine::{LogManager, Storage};
 
+use crate::broker::cluster_topic_changes::ClusterTopicChanges;
 use crate::broker::cluster_view::{ClusterView, ViewHandle};
 use crate::broker::config::BrokerConfig;
 use crate::broker::connection;
@@ -38,6 +40,8 @@ use crate::broker::router::{Inbox, Router};
 use crate::broker::shard::Shard;
 use crate::broker::takeover_driver;
 use crate::broker::topic_admin::{build_view, TopicAdmin};
+use crate::broker::topic_change_link::TopicChangeLink;
+use crate::broker::topic_changes::TopicChanges;
 use crate::broker::topic_store::{self, TopicsFile};
 use crate::groups::coordinator::GroupCoordinator;
 
@@ -89,6 +93,8 @@ pub struct Broker {
     _data_dir_lock: Option<DataDirLock>,
     /// The assignment follower thread (cluster mode only).
     follower: Option<FileFollower>,
+    /// Where shard 0 sends topic changes (cluster mode only).
+    topic_changes: Option<Arc<TopicChangeLink>>,
 }
 
 /// What shard 0 needs to follow the cluster's assignments.
@@ -96,6 +102,7 @@ struct ClusterStart {
     cluster_id: String,
     broker: BrokerId,
     assignments: futures_channel::mpsc::UnboundedReceiver<Arc<Assignment>>,
+    topic_changes: Arc<TopicChangeLink>,
 }
 
 /// Where cluster files live: `<data>/__cluster`.
@@ -106,11 +113,6 @@ pub fn cluster_dir(data_dir: &Path) -> std::path::PathBuf {
 impl Broker {
     /// Starts every shard and returns once each listens (or the first fails).
     pub fn start(config: BrokerConfig) -> Result<Broker, StartError> {
-        let mut config = config;
-        if config.cluster.is_some() {
-            // Topics come from the assignment; a topic a client names is not created.
-            config.auto_create_topics = false;
-        }
         let config = Arc::new(config);
         // Brokers of a cluster share the directory: only a standalone broker locks it.
         let data_dir_lock = match (&config.data_dir, &config.cluster) {
@@ -150,6 +152,7 @@ impl Broker {
                     cluster_id,
                     broker: BrokerId(cluster.broker_id),
                     assignments,
+                    topic_changes: Arc::new(TopicChangeLink::new()),
                 };
                 (topics, Some(start), Some(follower))
             }
@@ -160,6 +163,7 @@ impl Broker {
         let router = Arc::new(router);
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (ready_sender, ready) = async_channel::unbounded();
+        let topic_changes = cluster_start.as_ref().map(|c| c.topic_changes.clone());
         let mut broker = Broker {
             shutdown: Vec::new(),
             ready,
@@ -168,6 +172,7 @@ impl Broker {
             view: view.clone(),
             _data_dir_lock: data_dir_lock,
             follower,
+            topic_changes,
         };
         for (index, inbox) in inboxes.into_iter().enumerate() {
             let (stop_sender, stop) = async_channel::bounded(1);
@@ -233,6 +238,16 @@ impl Broker {
     /// controller's `ASSIGNMENT_CHANGED` push calls it.
     pub fn assignment_nudger(&self) -> Option<kaas_cluster_file::FollowerNudger> {
         self.follower.as_ref().map(FileFollower::nudger)
+    }
+
+    /// The receiving end of this broker's topic changes (cluster mode only, and only the
+    /// first time): whoever takes it serves them (the cluster core's KafkaTopic service, on
+    /// its own runtime). Until it is taken, and when it never is (`--assignment-source
+    /// file`), every topic change is refused and auto-creation is off.
+    pub fn serve_topic_changes(
+        &self,
+    ) -> Option<async_channel::Receiver<kaas_cluster::topic_change::TopicChangeRequest>> {
+        self.topic_changes.as_ref()?.serve()
     }
 
     /// Where the current cluster view can be read from any thread.
@@ -304,8 +319,9 @@ async fn run_shard(start: ShardStart) {
         stop,
         ready,
     } = start;
-    let prepared = prepare(&config, &storage, index, &topics).await;
-    let (topic_admin, producer_ids) = match prepared {
+    let link = cluster.as_ref().map(|c| c.topic_changes.clone());
+    let prepared = prepare(&config, &storage, index, &topics, link).await;
+    let (topic_changes, producer_ids) = match prepared {
         Ok(parts) => parts,
         Err(reason) => {
             let _ = ready.send(Err(reason)).await;
@@ -328,7 +344,7 @@ async fn run_shard(start: ShardStart) {
         view,
         router,
         metrics,
-        topic_admin,
+        topic_changes,
         producer_ids,
         open_epochs: Default::default(),
         fenced_closes: Default::default(),
@@ -421,7 +437,8 @@ async fn prepare(
     storage: &Storage,
     index: usize,
     topics: &Option<TopicsFile>,
-) -> Result<(Option<TopicAdmin>, Option<ProducerIdAllocator>), String> {
+    link: Option<Arc<TopicChangeLink>>,
+) -> Result<(Option<TopicChanges>, Option<ProducerIdAllocator>), String> {
     if let Some(dir) = &config.data_dir {
         kaas_engine::dma_probe::prepare_executor(Path::new(dir))
             .await
@@ -430,8 +447,13 @@ async fn prepare(
     if index != 0 {
         return Ok((None, None));
     }
-    let file = topics.clone().unwrap_or_default();
-    let admin = TopicAdmin::new(storage.clone(), file);
+    let changes = match link {
+        Some(link) => TopicChanges::Cluster(ClusterTopicChanges::new(link)),
+        None => TopicChanges::Standalone(TopicAdmin::new(
+            storage.clone(),
+            topics.clone().unwrap_or_default(),
+        )),
+    };
     let id_blocks = match (&config.cluster, &config.data_dir) {
         (Some(_), Some(dir)) => IdBlockStore::Claims {
             storage: storage.clone(),
@@ -442,7 +464,7 @@ async fn prepare(
     let ids = ProducerIdAllocator::load(id_blocks)
         .await
         .map_err(|e| e.to_string())?;
-    Ok((Some(admin), Some(ids)))
+    Ok((Some(changes), Some(ids)))
 }
 
 /// Starts the shard's log cleaner ([`kaas_engine::compaction::shard_cleaner`]) and copies

@@ -15,7 +15,7 @@ use crate::broker::metrics::ShardMetrics;
 use crate::broker::producer_ids::ProducerIdAllocator;
 use crate::broker::router::{Inbox, Router};
 use crate::broker::shard_commands::FencedClose;
-use crate::broker::topic_admin::TopicAdmin;
+use crate::broker::topic_changes::TopicChanges;
 use crate::groups::coordinator::GroupCoordinator;
 
 /// Everything a shard's request handlers use. `!Send`: lives on its executor.
@@ -34,8 +34,9 @@ pub struct Shard {
     pub router: Arc<Router>,
     /// This shard's counters.
     pub metrics: Arc<ShardMetrics>,
-    /// Topic changes (shard 0 only).
-    pub topic_admin: Option<TopicAdmin>,
+    /// Topic changes (shard 0 only): standalone, the topic admin; in cluster mode, the way to
+    /// the cluster core's KafkaTopic service.
+    pub topic_changes: Option<TopicChanges>,
     /// Producer id allocation (shard 0 only).
     pub producer_ids: Option<ProducerIdAllocator>,
     /// The consumer groups this shard coordinates.

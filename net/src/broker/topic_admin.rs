@@ -32,7 +32,8 @@ pub struct TopicError {
 }
 
 impl TopicError {
-    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+    /// A refusal with `code` and `message`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         TopicError {
             code,
             message: message.into(),
@@ -114,16 +115,10 @@ impl TopicAdmin {
         if self.exists(&topic.name) {
             return Err(already_exists(&topic.name));
         }
-        let partitions = partition_count(
+        let (partitions, config) = check_new_topic(
             &topic,
             shard.config.default_partitions,
             &[shard.config.node_id],
-        )?;
-        let config = TopicConfig::from_pairs(
-            topic
-                .configs
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.as_deref())),
         )?;
         self.create(shard, &topic.name, partitions, config, validate_only)
             .await
@@ -143,12 +138,7 @@ impl TopicAdmin {
         validate_only: bool,
     ) -> Result<Arc<TopicInfo>, TopicError> {
         Self::validate_name(name)?;
-        if !(1..=MAX_PARTITIONS).contains(&partitions) {
-            return Err(TopicError::new(
-                ErrorCode::InvalidPartitions,
-                format!("Number of partitions must be between 1 and {MAX_PARTITIONS}."),
-            ));
-        }
+        check_partition_range(partitions)?;
         let _permit = self.one_change_at_a_time().await?;
         if self.exists(name) {
             return Err(already_exists(name));
@@ -210,37 +200,12 @@ impl TopicAdmin {
         let Some(topic) = next.topics.iter_mut().find(|t| t.name == name) else {
             return Err(unknown_topic(name));
         };
-        if count <= topic.partitions {
-            return Err(TopicError::new(
-                ErrorCode::InvalidPartitions,
-                format!(
-                    "Topic currently has {} partitions, which is higher than or equal to the requested {count}.",
-                    topic.partitions
-                ),
-            ));
-        }
-        if count > MAX_PARTITIONS {
-            return Err(TopicError::new(
-                ErrorCode::InvalidPartitions,
-                format!("Number of partitions must be at most {MAX_PARTITIONS}."),
-            ));
-        }
-        if let Some(assignments) = assignments.filter(|a| !a.is_empty()) {
-            let added = count - topic.partitions;
-            if usize::try_from(added).ok() != Some(assignments.len()) {
-                return Err(TopicError::new(
-                    ErrorCode::InvalidReplicaAssignment,
-                    format!(
-                        "Attempted to add {added} additional partition(s), but only {} assignment(s) were specified.",
-                        assignments.len()
-                    ),
-                ));
-            }
-            check_replicas(
-                assignments.iter().map(Vec::as_slice),
-                &[shard.config.node_id],
-            )?;
-        }
+        check_added_partitions(
+            topic.partitions,
+            count,
+            assignments.as_deref(),
+            &[shard.config.node_id],
+        )?;
         if validate_only {
             return Ok(());
         }
@@ -376,6 +341,75 @@ pub fn build_view(file: &TopicsFile, shard: &Shard) -> Result<ClusterView, Topic
     Ok(view)
 }
 
+/// Checks a CreateTopics topic's partitions, assignment, replication factor and configs (after
+/// its name and whether it exists), as Kafka does: its partition count and configs. `brokers`
+/// are the broker ids a manual assignment may name. Standalone and cluster mode share it.
+pub fn check_new_topic(
+    topic: &NewTopic,
+    default_partitions: i32,
+    brokers: &[i32],
+) -> Result<(i32, TopicConfig), TopicError> {
+    let partitions = partition_count(topic, default_partitions, brokers)?;
+    let config = TopicConfig::from_pairs(
+        topic
+            .configs
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_deref())),
+    )?;
+    Ok((partitions, config))
+}
+
+/// Refuses a partition count of a new topic outside 1..=[`MAX_PARTITIONS`].
+pub fn check_partition_range(partitions: i32) -> Result<(), TopicError> {
+    if (1..=MAX_PARTITIONS).contains(&partitions) {
+        Ok(())
+    } else {
+        Err(TopicError::new(
+            ErrorCode::InvalidPartitions,
+            format!("Number of partitions must be between 1 and {MAX_PARTITIONS}."),
+        ))
+    }
+}
+
+/// Checks a CreatePartitions request raising a topic from `current` to `count` partitions,
+/// with `assignments` (when given and not empty) naming the replicas of each new partition
+/// among `brokers`. Standalone and cluster mode share it.
+pub fn check_added_partitions(
+    current: i32,
+    count: i32,
+    assignments: Option<&[Vec<i32>]>,
+    brokers: &[i32],
+) -> Result<(), TopicError> {
+    if count <= current {
+        return Err(TopicError::new(
+            ErrorCode::InvalidPartitions,
+            format!(
+                "Topic currently has {current} partitions, which is higher than or equal to the requested {count}."
+            ),
+        ));
+    }
+    if count > MAX_PARTITIONS {
+        return Err(TopicError::new(
+            ErrorCode::InvalidPartitions,
+            format!("Number of partitions must be at most {MAX_PARTITIONS}."),
+        ));
+    }
+    if let Some(assignments) = assignments.filter(|a| !a.is_empty()) {
+        let added = count - current;
+        if usize::try_from(added).ok() != Some(assignments.len()) {
+            return Err(TopicError::new(
+                ErrorCode::InvalidReplicaAssignment,
+                format!(
+                    "Attempted to add {added} additional partition(s), but only {} assignment(s) were specified.",
+                    assignments.len()
+                ),
+            ));
+        }
+        check_replicas(assignments.iter().map(Vec::as_slice), brokers)?;
+    }
+    Ok(())
+}
+
 /// The partition count a CreateTopics topic asks for, from its count or its manual
 /// assignment. Any positive replication factor is accepted: kaas keeps the leader only.
 fn partition_count(
@@ -408,14 +442,16 @@ fn partition_count(
     }
 }
 
-fn already_exists(name: &str) -> TopicError {
+/// TOPIC_ALREADY_EXISTS, with Kafka's message.
+pub fn already_exists(name: &str) -> TopicError {
     TopicError::new(
         ErrorCode::TopicAlreadyExists,
         format!("Topic '{name}' already exists."),
     )
 }
 
-fn unknown_topic(name: &str) -> TopicError {
+/// UNKNOWN_TOPIC_OR_PARTITION for a topic change, with kaas's message.
+pub fn unknown_topic(name: &str) -> TopicError {
     TopicError::new(
         ErrorCode::UnknownTopicOrPartition,
         format!("This server does not host this topic: {name}"),

@@ -62,7 +62,11 @@ async fn heartbeat_on_coordinator(
     heartbeat: Heartbeat,
 ) -> Result<HeartbeatResult, Failure> {
     let joining = heartbeat.member_epoch == 0;
-    let group = if joining {
+    // In cluster mode a group that moved here (its coordinator left the assignment) is not
+    // loaded yet: open it from its store, members and all, as a new Kafka coordinator loads
+    // it from __consumer_offsets, rather than answer GROUP_ID_NOT_FOUND, which clients treat
+    // as fatal.
+    let group = if joining || shard.view.load().is_cluster() {
         shard.groups.find_or_create(group_id).await
     } else {
         shard

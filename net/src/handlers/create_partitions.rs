@@ -4,6 +4,7 @@
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
+use crate::broker::topic_changes::wait_of_timeout;
 use crate::handlers::{admin, with_topic_admin};
 use crate::protocol::messages::create_partitions::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopicResult,
@@ -24,9 +25,10 @@ pub async fn handle(
         let assignments = topic
             .assignments
             .map(|list| list.into_iter().map(|a| a.broker_ids).collect());
+        let wait = wait_of_timeout(request.timeout_ms);
         let outcome = with_topic_admin(shard, move |admin_shard| async move {
             admin(&admin_shard)
-                .add_partitions(&admin_shard, &name, count, assignments, validate_only)
+                .add_partitions(&admin_shard, &name, count, assignments, validate_only, wait)
                 .await
         })
         .await;

@@ -4,6 +4,7 @@ use std::rc::Rc;
 
 use crate::broker::shard::Shard;
 use crate::broker::topic_admin::NewTopic;
+use crate::broker::topic_changes::wait_of_timeout;
 use crate::broker::topic_config::{TopicConfig, TOPIC_CONFIGS};
 use crate::groups::offsets_topic;
 use crate::handlers::describe_configs::origin_source;
@@ -57,9 +58,10 @@ pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTo
                 .collect(),
         };
         let validate_only = request.validate_only;
+        let wait = wait_of_timeout(request.timeout_ms);
         let created = with_topic_admin(shard, move |admin_shard| async move {
             admin(&admin_shard)
-                .create_topic(&admin_shard, new_topic, validate_only)
+                .create_topic(&admin_shard, new_topic, validate_only, wait)
                 .await
         })
         .await;

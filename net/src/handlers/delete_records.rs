@@ -2,11 +2,9 @@
 
 use std::rc::Rc;
 
-use kaas_engine::{LogConfig, PartitionId};
-
 use crate::broker::shard::Shard;
 use crate::handlers::error_code;
-use crate::handlers::partition_work::{run_on_owners, Item};
+use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::delete_records::{
     DeleteRecordsPartitionResult, DeleteRecordsRequest, DeleteRecordsResponse,
     DeleteRecordsTopicResult,
@@ -20,8 +18,7 @@ const HIGH_WATERMARK: i64 = -1;
 pub async fn handle(shard: &Rc<Shard>, request: DeleteRecordsRequest) -> DeleteRecordsResponse {
     let view = shard.view.load();
     let mut topics = Vec::new();
-    let mut slots = Vec::new();
-    let mut items = Vec::new();
+    let mut requests = PartitionRequests::new(view.clone(), shard.router.shards());
     for topic in request.topics {
         let info = view.topic(&topic.name);
         let mut partitions = Vec::new();
@@ -31,21 +28,24 @@ pub async fn handle(shard: &Rc<Shard>, request: DeleteRecordsRequest) -> DeleteR
                 low_watermark: -1,
                 error_code: ErrorCode::None.code(),
             };
-            match info {
+            let position = Position {
+                topic: topics.len(),
+                partition: partitions.len(),
+            };
+            let code = match info {
                 Some(t) if (0..t.partitions).contains(&partition.partition_index) => {
                     if partition.offset < HIGH_WATERMARK {
-                        result.error_code = ErrorCode::OffsetOutOfRange.code();
+                        ErrorCode::OffsetOutOfRange
                     } else {
-                        slots.push((topics.len(), partitions.len()));
-                        items.push(Item {
-                            slot: slots.len() - 1,
-                            id: PartitionId::new(t.name.clone(), partition.partition_index),
-                            input: (partition.offset, t.log_config.clone()),
-                        });
+                        requests
+                            .add(position, t, partition.partition_index, -1, partition.offset)
+                            .err()
+                            .unwrap_or(ErrorCode::None)
                     }
                 }
-                _ => result.error_code = ErrorCode::UnknownTopicOrPartition.code(),
-            }
+                _ => ErrorCode::UnknownTopicOrPartition,
+            };
+            result.error_code = code.code();
             partitions.push(result);
         }
         topics.push(DeleteRecordsTopicResult {
@@ -53,10 +53,11 @@ pub async fn handle(shard: &Rc<Shard>, request: DeleteRecordsRequest) -> DeleteR
             partitions,
         });
     }
-    for (slot, (code, low_watermark)) in run_on_owners(shard, items, delete_on_owner).await {
-        let (t, p) = slots[slot];
-        topics[t].partitions[p].error_code = code.code();
-        topics[t].partitions[p].low_watermark = low_watermark;
+    for (position, outcome) in requests.run(shard, delete_on_owner).await {
+        let result = &mut topics[position.topic].partitions[position.partition];
+        let (code, low_watermark) = outcome.unwrap_or_else(|code| (code, -1));
+        result.error_code = code.code();
+        result.low_watermark = low_watermark;
     }
     DeleteRecordsResponse {
         topics,
@@ -66,12 +67,12 @@ pub async fn handle(shard: &Rc<Shard>, request: DeleteRecordsRequest) -> DeleteR
 
 async fn delete_on_owner(
     shard: Rc<Shard>,
-    items: Vec<Item<(i64, LogConfig)>>,
-) -> Vec<(usize, (ErrorCode, i64))> {
+    items: Vec<Owned<i64>>,
+) -> Vec<(Position, (ErrorCode, i64))> {
     let mut results = Vec::with_capacity(items.len());
     for item in items {
-        let (offset, config) = item.input;
-        let outcome = match shard.log(&item.id, config).await {
+        let offset = item.input;
+        let outcome = match item.partition.log(&shard).await {
             Ok(log) => {
                 let target = if offset == HIGH_WATERMARK {
                     log.offsets().high_watermark
@@ -83,8 +84,8 @@ async fn delete_on_owner(
             Err(error) => Err(error),
         };
         results.push(match outcome {
-            Ok(low_watermark) => (item.slot, (ErrorCode::None, low_watermark as i64)),
-            Err(error) => (item.slot, (error_code(&error), -1)),
+            Ok(low_watermark) => (item.position, (ErrorCode::None, low_watermark as i64)),
+            Err(error) => (item.position, (error_code(&error), -1)),
         });
     }
     results

@@ -3,6 +3,7 @@
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
+use crate::broker::topic_changes::wait_of_timeout;
 use crate::groups::offsets_topic;
 use crate::handlers::{admin, with_topic_admin};
 use crate::protocol::messages::delete_topics::{
@@ -67,9 +68,10 @@ pub async fn handle(
             }
             Some(resolved_name) => {
                 result.name = Some(resolved_name.clone());
+                let wait = wait_of_timeout(request.timeout_ms);
                 let deleted = with_topic_admin(shard, move |admin_shard| async move {
                     admin(&admin_shard)
-                        .delete(&admin_shard, &resolved_name)
+                        .delete(&admin_shard, &resolved_name, wait)
                         .await
                 })
                 .await;

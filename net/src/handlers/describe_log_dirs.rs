@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use kaas_engine::{LogConfig, PartitionId};
-
+use crate::broker::cluster_view::TopicInfo;
 use crate::broker::shard::Shard;
-use crate::handlers::partition_work::{run_on_owners, Item};
+use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::describe_log_dirs::{
     DescribeLogDirsPartition, DescribeLogDirsRequest, DescribeLogDirsResponse,
     DescribeLogDirsResult, DescribeLogDirsTopic,
@@ -27,13 +26,13 @@ const IN_MEMORY_LOG_DIR: &str = "in-memory";
 /// Answers DescribeLogDirs.
 pub async fn handle(shard: &Rc<Shard>, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
     let view = shard.view.load();
-    // Every partition to describe, sorted and without duplicates, with its log settings.
-    let mut wanted: BTreeMap<(Arc<str>, i32), LogConfig> = BTreeMap::new();
+    // Every partition to describe, sorted and without duplicates, with its topic.
+    let mut wanted: BTreeMap<(Arc<str>, i32), Arc<TopicInfo>> = BTreeMap::new();
     match request.topics {
         None => {
             for topic in view.topics.values() {
                 for partition in 0..topic.partitions {
-                    wanted.insert((topic.name.clone(), partition), topic.log_config.clone());
+                    wanted.insert((topic.name.clone(), partition), topic.clone());
                 }
             }
         }
@@ -44,26 +43,27 @@ pub async fn handle(shard: &Rc<Shard>, request: DescribeLogDirsRequest) -> Descr
                 };
                 for partition in requested.partitions {
                     if (0..topic.partitions).contains(&partition) {
-                        wanted.insert((topic.name.clone(), partition), topic.log_config.clone());
+                        wanted.insert((topic.name.clone(), partition), topic.clone());
                     }
                 }
             }
         }
     }
+    // A partition this broker does not serve (led elsewhere) is left out like a missing one.
+    let mut requests = PartitionRequests::new(view.clone(), shard.router.shards());
     let mut names = Vec::with_capacity(wanted.len());
-    let mut items = Vec::with_capacity(wanted.len());
-    for (slot, ((topic, partition), config)) in wanted.into_iter().enumerate() {
-        items.push(Item {
-            slot,
-            id: PartitionId::new(topic.clone(), partition),
-            input: config,
-        });
-        names.push((topic, partition));
+    for (slot, ((name, partition), topic)) in wanted.into_iter().enumerate() {
+        let position = Position {
+            topic: slot,
+            partition: 0,
+        };
+        let _ = requests.add(position, &topic, partition, -1, ());
+        names.push((name, partition));
     }
     let wanted = names;
     let mut sizes: Vec<Option<u64>> = vec![None; wanted.len()];
-    for (slot, size) in run_on_owners(shard, items, size_on_owner).await {
-        if let (Some(entry), Some(size)) = (sizes.get_mut(slot), size) {
+    for (position, size) in requests.run(shard, size_on_owner).await {
+        if let (Some(entry), Ok(Some(size))) = (sizes.get_mut(position.topic), size) {
             *entry = Some(size);
         }
     }
@@ -120,15 +120,16 @@ pub async fn handle(shard: &Rc<Shard>, request: DescribeLogDirsRequest) -> Descr
     }
 }
 
-async fn size_on_owner(shard: Rc<Shard>, items: Vec<Item<LogConfig>>) -> Vec<(usize, Option<u64>)> {
+async fn size_on_owner(shard: Rc<Shard>, items: Vec<Owned<()>>) -> Vec<(Position, Option<u64>)> {
     let mut sizes = Vec::with_capacity(items.len());
     for item in items {
-        let size = shard
-            .log(&item.id, item.input)
+        let size = item
+            .partition
+            .log(&shard)
             .await
             .ok()
             .map(|log| log.size_bytes());
-        sizes.push((item.slot, size));
+        sizes.push((item.position, size));
     }
     sizes
 }

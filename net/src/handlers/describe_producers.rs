@@ -9,11 +9,9 @@
 
 use std::rc::Rc;
 
-use kaas_engine::{LogConfig, PartitionId};
-
 use crate::broker::shard::Shard;
 use crate::handlers::error_code;
-use crate::handlers::partition_work::{run_on_owners, Item};
+use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::describe_producers::{
     DescribeProducersPartitionResponse, DescribeProducersRequest, DescribeProducersResponse,
     DescribeProducersTopicResponse, ProducerState,
@@ -33,8 +31,7 @@ pub async fn handle(
 ) -> DescribeProducersResponse {
     let view = shard.view.load();
     let mut topics = Vec::with_capacity(request.topics.len());
-    let mut slots = Vec::new();
-    let mut items = Vec::new();
+    let mut requests = PartitionRequests::new(view.clone(), shard.router.shards());
     for requested in request.topics {
         let topic_error = match invalid_topic_message(&requested.name) {
             Some(message) => Some((ErrorCode::InvalidTopicException, Some(message))),
@@ -51,20 +48,21 @@ pub async fn handle(
                 partition_index: partition,
                 ..Default::default()
             };
+            let position = Position {
+                topic: topics.len(),
+                partition: partitions.len(),
+            };
             match (&topic_error, info) {
                 (Some((code, message)), _) => {
                     result.error_code = code.code();
                     result.error_message = message.clone();
                 }
-                (None, Some(topic)) if (0..topic.partitions).contains(&partition) => {
-                    slots.push((topics.len(), partitions.len()));
-                    items.push(Item {
-                        slot: slots.len() - 1,
-                        id: PartitionId::new(topic.name.clone(), partition),
-                        input: topic.log_config.clone(),
-                    });
+                (None, Some(topic)) => {
+                    if let Err(code) = requests.add(position, topic, partition, -1, ()) {
+                        result.error_code = code.code();
+                    }
                 }
-                (None, _) => result.error_code = ErrorCode::UnknownTopicOrPartition.code(),
+                (None, None) => result.error_code = ErrorCode::UnknownTopicOrPartition.code(),
             }
             partitions.push(result);
         }
@@ -73,22 +71,13 @@ pub async fn handle(
             partitions,
         });
     }
-    let mut answered = vec![false; slots.len()];
-    for (slot, answer) in run_on_owners(shard, items, producers_on_owner).await {
-        let Some(&(t, p)) = slots.get(slot) else {
-            continue;
-        };
-        answered[slot] = true;
-        let result = &mut topics[t].partitions[p];
-        match answer {
+    // A shard that stopped before answering cannot serve its partitions: the pipeline answers
+    // NOT_LEADER_OR_FOLLOWER for them.
+    for (position, answer) in requests.run(shard, producers_on_owner).await {
+        let result = &mut topics[position.topic].partitions[position.partition];
+        match answer.and_then(|answer| answer) {
             Ok(producers) => result.active_producers = producers,
             Err(code) => result.error_code = code.code(),
-        }
-    }
-    // A shard that stopped before answering cannot serve its partitions.
-    for (slot, &(t, p)) in slots.iter().enumerate() {
-        if !answered[slot] {
-            topics[t].partitions[p].error_code = ErrorCode::NotLeaderOrFollower.code();
         }
     }
     DescribeProducersResponse {
@@ -99,10 +88,10 @@ pub async fn handle(
 
 type Answer = Result<Vec<ProducerState>, ErrorCode>;
 
-async fn producers_on_owner(shard: Rc<Shard>, items: Vec<Item<LogConfig>>) -> Vec<(usize, Answer)> {
+async fn producers_on_owner(shard: Rc<Shard>, items: Vec<Owned<()>>) -> Vec<(Position, Answer)> {
     let mut answers = Vec::with_capacity(items.len());
     for item in items {
-        let answer = match shard.log(&item.id, item.input).await {
+        let answer = match item.partition.log(&shard).await {
             Err(error) => Err(error_code(&error)),
             Ok(log) => Ok(log
                 .producers()
@@ -120,7 +109,7 @@ async fn producers_on_owner(shard: Rc<Shard>, items: Vec<Item<LogConfig>>) -> Ve
                 })
                 .collect()),
         };
-        answers.push((item.slot, answer));
+        answers.push((item.position, answer));
     }
     answers
 }

@@ -6,76 +6,37 @@
 //! is a budget the partitions' reads draw from before they read, in request order on each
 //! owner shard: a fetch of 1,000 partitions with 1 MiB each wanted and 50 MB allowed reads
 //! about 50 MB from disk, not 1,000 MiB of which most would be dropped. When less than
-//! `min_bytes` is available the request waits, up to `max_wait_ms`, for any of its partitions
-//! to receive data (long polling), then reads again. Fetch sessions are not kept: every
+//! `min_bytes` is available the request waits, up to `max_wait_ms`, for its partitions to
+//! receive data (long polling): each owner shard waits and reads again inside its one hop,
+//! and the first shard whose read completes `min_bytes` ends every shard's wait
+//! ([`long_poll`]). Fetch sessions are not kept: every
 //! response carries session id 0, which tells clients to send full requests.
 
+mod long_poll;
+mod response_budget;
+
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::future::{join_all, select, select_all, Either, FutureExt};
-use kaas_engine::{FetchedRecords, LogConfig, LogOffsets, PartitionId, PartitionLog};
+use kaas_engine::{FetchedRecords, LogOffsets, PartitionLog};
 
 use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
-use crate::handlers::partition_work::{run_on_owners, Item};
-use crate::handlers::{check_leader_epoch, error_code};
+use crate::handlers::error_code;
+use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::fetch::{
     FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData,
 };
 use crate::protocol::ErrorCode;
+use long_poll::LongPoll;
+use response_budget::ResponseBudget;
 
-#[derive(Clone)]
 struct Input {
     offset: i64,
     max_bytes: usize,
-    config: LogConfig,
-}
-
-/// The bytes a response may still take, shared by its partitions' reads on every shard.
-#[derive(Clone)]
-struct ResponseBudget {
-    left: Arc<AtomicUsize>,
-    total: usize,
-}
-
-/// What one partition's read may take from a [`ResponseBudget`].
-struct Share {
-    bytes: usize,
-    /// Nothing was taken before: this read may return one batch larger than its share, as
-    /// the first partition of a Kafka response does.
-    first: bool,
-}
-
-impl ResponseBudget {
-    fn new(bytes: usize) -> Self {
-        ResponseBudget {
-            left: Arc::new(AtomicUsize::new(bytes)),
-            total: bytes,
-        }
-    }
-
-    /// Takes up to `wanted` bytes; none when the budget is spent.
-    fn reserve(&self, wanted: usize) -> Share {
-        let left = self
-            .left
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                Some(left - left.min(wanted))
-            })
-            .unwrap_or(0);
-        Share {
-            bytes: left.min(wanted),
-            first: left == self.total,
-        }
-    }
-
-    /// Gives back what a read reserved but did not use.
-    fn give_back(&self, bytes: usize) {
-        self.left.fetch_add(bytes, Ordering::Relaxed);
-    }
 }
 
 struct Output {
@@ -83,6 +44,12 @@ struct Output {
     high_watermark: i64,
     log_start_offset: i64,
     chunks: Vec<Bytes>,
+}
+
+/// One partition's read and what it holds of the response budget.
+struct Read {
+    output: Output,
+    charged: usize,
 }
 
 /// Answers Fetch at `version`.
@@ -95,8 +62,7 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
     }
     let view = shard.view.load();
     let mut responses: Vec<FetchableTopicResponse> = Vec::new();
-    let mut slots: Vec<(usize, usize)> = Vec::new();
-    let mut items: Vec<(usize, PartitionId, Input)> = Vec::new();
+    let mut requests = PartitionRequests::new(view.clone(), shard.router.shards());
     for fetch_topic in request.topics {
         let topic = if version >= 13 {
             view.topic_by_id(&fetch_topic.topic_id)
@@ -108,38 +74,39 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
         };
         let mut partitions = Vec::with_capacity(fetch_topic.partitions.len());
         for fetch_partition in fetch_topic.partitions {
+            // Empty, not null, records for a partition that is refused here, as Kafka
+            // answers: librdkafka treats a null record set as a parse failure.
             let mut data = PartitionData {
                 partition_index: fetch_partition.partition,
                 high_watermark: -1,
                 last_stable_offset: -1,
                 log_start_offset: -1,
+                records: Some(Bytes::new()),
                 ..Default::default()
+            };
+            let position = Position {
+                topic: responses.len(),
+                partition: partitions.len(),
             };
             let error = match topic.as_ref() {
                 None if version >= 13 => ErrorCode::UnknownTopicId,
                 None => ErrorCode::UnknownTopicOrPartition,
-                Some(t) if !(0..t.partitions).contains(&fetch_partition.partition) => {
-                    ErrorCode::UnknownTopicOrPartition
-                }
-                Some(t) => match check_leader_epoch(
-                    fetch_partition.current_leader_epoch,
-                    view.leader_epoch(&t.name, fetch_partition.partition),
-                ) {
-                    ErrorCode::None => {
-                        slots.push((responses.len(), partitions.len()));
-                        items.push((
-                            slots.len() - 1,
-                            PartitionId::new(t.name.clone(), fetch_partition.partition),
-                            Input {
-                                offset: fetch_partition.fetch_offset,
-                                max_bytes: fetch_partition.partition_max_bytes.max(0) as usize,
-                                config: t.log_config.clone(),
-                            },
-                        ));
-                        ErrorCode::None
+                Some(t) => {
+                    let input = Input {
+                        offset: fetch_partition.fetch_offset,
+                        max_bytes: fetch_partition.partition_max_bytes.max(0) as usize,
+                    };
+                    match requests.add(
+                        position,
+                        t,
+                        fetch_partition.partition,
+                        fetch_partition.current_leader_epoch,
+                        input,
+                    ) {
+                        Ok(()) => ErrorCode::None,
+                        Err(error) => error,
                     }
-                    error => error,
-                },
+                }
             };
             data.error_code = error.code();
             partitions.push(data);
@@ -151,26 +118,23 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
         });
     }
 
-    let deadline = Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64);
-    let min_bytes = request.min_bytes.max(0) as usize;
     let max_bytes = request.max_bytes.max(0) as usize;
-    let mut outputs = read_all(shard, &items, max_bytes).await;
-    loop {
-        let available: usize = outputs.iter().map(|(_, o)| chunks_len(&o.chunks)).sum();
-        let any_error = outputs.iter().any(|(_, o)| o.error != ErrorCode::None);
-        let now = Instant::now();
-        if available >= min_bytes.max(1) || any_error || now >= deadline || items.is_empty() {
-            break;
-        }
-        wait_for_any(shard, &items, deadline).await;
-        outputs = read_all(shard, &items, max_bytes).await;
-    }
+    let poll = Arc::new(LongPoll::new(
+        shard.router.shards(),
+        max_bytes,
+        request.min_bytes.max(0) as usize,
+        Instant::now() + Duration::from_millis(request.max_wait_ms.max(0) as u64),
+    ));
+    let outputs = requests
+        .run(shard, move |owner, items| {
+            fetch_on_owner(owner, items, poll.clone())
+        })
+        .await;
 
     let mut response_bytes = 0usize;
-    outputs.sort_by_key(|(slot, _)| *slot);
-    for (slot, output) in outputs {
-        let (topic_index, partition_index) = slots[slot];
-        let data = &mut responses[topic_index].partitions[partition_index];
+    for (position, output) in outputs {
+        let data = &mut responses[position.topic].partitions[position.partition];
+        let output = output.unwrap_or_else(failure);
         data.error_code = output.error.code();
         data.high_watermark = output.high_watermark;
         data.last_stable_offset = output.high_watermark;
@@ -189,69 +153,89 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
     }
 }
 
-/// Reads every partition, all of them drawing on one budget of `max_bytes`.
-async fn read_all(
-    shard: &Rc<Shard>,
-    items: &[(usize, PartitionId, Input)],
-    max_bytes: usize,
-) -> Vec<(usize, Output)> {
-    // At least one byte, so that a request with `max_bytes` 0 still gets its first batch.
-    let budget = ResponseBudget::new(max_bytes.max(1));
-    let work_items = items
-        .iter()
-        .map(|(slot, id, input)| Item {
-            slot: *slot,
-            id: id.clone(),
-            input: (input.clone(), budget.clone()),
-        })
-        .collect();
-    run_on_owners(shard, work_items, read_on_owner).await
-}
-
-/// Reads the owner's partitions concurrently, so that disk reads for several partitions are
-/// in flight at once.
-async fn read_on_owner(
+/// A fetch's owner-shard work, all in the one hop: read the shard's partitions; while the
+/// fetch as a whole has less than `min_bytes` (and no error, and time is left), wait on this
+/// shard for one of them to receive data, or for another shard's reads to complete the fetch,
+/// and read again. Returns the last read of every partition. The partitions are read
+/// concurrently, so that disk reads for several of them are in flight at once.
+async fn fetch_on_owner(
     shard: Rc<Shard>,
-    items: Vec<Item<(Input, ResponseBudget)>>,
-) -> Vec<(usize, Output)> {
-    join_all(items.into_iter().map(|item| {
-        let shard = shard.clone();
-        async move { (item.slot, read_one(&shard, item.id, item.input).await) }
-    }))
-    .await
+    items: Vec<Owned<Input>>,
+    poll: Arc<LongPoll>,
+) -> Vec<(Position, Output)> {
+    // What this shard's current reads count towards the fetch, and hold of its budget.
+    let mut counted = 0usize;
+    let mut charged = 0usize;
+    loop {
+        // A read again replaces the previous one: its share of the budget goes back first.
+        poll.budget.give_back(charged);
+        let reads = join_all(
+            items
+                .iter()
+                .map(|item| read_one(&shard, item, &poll.budget)),
+        )
+        .await;
+        charged = reads.iter().map(|read| read.charged).sum();
+        let bytes: usize = reads
+            .iter()
+            .map(|read| chunks_len(&read.output.chunks))
+            .sum();
+        poll.count(counted, bytes);
+        counted = bytes;
+        if reads
+            .iter()
+            .any(|read| read.output.error != ErrorCode::None)
+            || poll.has_enough()
+        {
+            poll.finish();
+        }
+        let past_deadline = Instant::now() >= poll.deadline;
+        if poll.is_finished() || past_deadline || !wait_for_any(&shard, &items, &reads, &poll).await
+        {
+            poll.leave(shard.index);
+            return items
+                .iter()
+                .zip(reads)
+                .map(|(item, read)| (item.position, read.output))
+                .collect();
+        }
+    }
 }
 
-async fn read_one(
-    shard: &Rc<Shard>,
-    id: PartitionId,
-    (input, budget): (Input, ResponseBudget),
-) -> Output {
-    if offsets_topic::is_offsets_topic(&id.topic) {
-        return read_offsets_topic(shard, id.partition, &input, &budget);
+/// Reads one partition (its log, or a `__consumer_offsets` partition), drawing on `budget`.
+async fn read_one(shard: &Rc<Shard>, item: &Owned<Input>, budget: &ResponseBudget) -> Read {
+    if item.partition.is_offsets_topic() {
+        return read_offsets_topic(shard, item.partition.id.partition, &item.input, budget);
     }
-    let log = match shard.log(&id, input.config).await {
-        Err(error) => return failure(error_code(&error)),
+    let log = match item.partition.log(shard).await {
+        Err(error) => {
+            return Read {
+                output: failure(error_code(&error)),
+                charged: 0,
+            }
+        }
         Ok(log) => log,
     };
     let offsets = log.offsets();
-    let read = if input.offset < 0 {
-        Err(kaas_engine::EngineError::OffsetOutOfRange {
+    let (read, charged) = if item.input.offset < 0 {
+        let error = kaas_engine::EngineError::OffsetOutOfRange {
             offset: 0,
             start: offsets.log_start_offset,
             end: offsets.log_end_offset,
-        })
+        };
+        (Err(error), 0)
     } else {
         read_within_budget(
             shard,
             &log,
-            input.offset as u64,
-            input.max_bytes,
+            item.input.offset as u64,
+            item.input.max_bytes,
             &offsets,
-            &budget,
+            budget,
         )
         .await
     };
-    match read {
+    let output = match read {
         Ok(fetched) => Output {
             error: ErrorCode::None,
             high_watermark: fetched.high_watermark as i64,
@@ -264,7 +248,8 @@ async fn read_one(
             log_start_offset: offsets.log_start_offset as i64,
             chunks: Vec::new(),
         },
-    }
+    };
+    Read { output, charged }
 }
 
 /// A `__consumer_offsets` read (served from the group coordinator, see `groups::offsets_topic`),
@@ -274,7 +259,7 @@ fn read_offsets_topic(
     partition: i32,
     input: &Input,
     budget: &ResponseBudget,
-) -> Output {
+) -> Read {
     let topic = shard.groups.offsets_topic();
     let wanted = match topic.high_watermark(partition) {
         Ok(end) if input.offset < end => input.max_bytes,
@@ -292,29 +277,37 @@ fn read_offsets_topic(
     match read {
         Ok(read) => {
             let used = chunks_len(&read.batches);
-            budget.give_back(share.bytes.saturating_sub(used));
-            Output {
-                error: ErrorCode::None,
-                high_watermark: read.high_watermark,
-                log_start_offset: read.log_start_offset,
-                chunks: read.batches,
+            let unused = share.bytes.saturating_sub(used);
+            budget.give_back(unused);
+            Read {
+                output: Output {
+                    error: ErrorCode::None,
+                    high_watermark: read.high_watermark,
+                    log_start_offset: read.log_start_offset,
+                    chunks: read.batches,
+                },
+                charged: share.bytes - unused,
             }
         }
         Err(error) => {
             budget.give_back(share.bytes);
-            Output {
-                error,
-                high_watermark: topic.high_watermark(partition).unwrap_or(-1),
-                log_start_offset: 0,
-                chunks: Vec::new(),
+            Read {
+                output: Output {
+                    error,
+                    high_watermark: topic.high_watermark(partition).unwrap_or(-1),
+                    log_start_offset: 0,
+                    chunks: Vec::new(),
+                },
+                charged: 0,
             }
         }
     }
 }
 
 /// Reads up to `partition_max` bytes from `offset`, first taking them from the response's
-/// `budget`, and gives back what the read did not use. A partition the spent budget leaves no
-/// room for is not read (empty records, no error).
+/// `budget`, and gives back what the read did not use; returns the read and what it still
+/// holds of the budget. A partition the spent budget leaves no room for is not read (empty
+/// records, no error).
 async fn read_within_budget(
     shard: &Shard,
     log: &PartitionLog,
@@ -322,7 +315,7 @@ async fn read_within_budget(
     partition_max: usize,
     offsets: &LogOffsets,
     budget: &ResponseBudget,
-) -> kaas_engine::Result<FetchedRecords> {
+) -> (kaas_engine::Result<FetchedRecords>, usize) {
     // Nothing to read at or past the high watermark: no budget taken (the read still checks
     // the offset).
     let wanted = if offset >= offsets.high_watermark {
@@ -332,11 +325,12 @@ async fn read_within_budget(
     };
     let share = budget.reserve(wanted);
     if share.bytes == 0 && wanted > 0 {
-        return Ok(FetchedRecords {
+        let nothing = FetchedRecords {
             chunks: Vec::new(),
             high_watermark: offsets.high_watermark,
             log_start_offset: offsets.log_start_offset,
-        });
+        };
+        return (Ok(nothing), 0);
     }
     let mut read = log.read(offset, share.bytes.max(1)).await;
     let used = read
@@ -345,7 +339,7 @@ async fn read_within_budget(
     shard.metrics.fetch_read(used);
     if used <= share.bytes {
         budget.give_back(share.bytes - used);
-        return read;
+        return (read, used);
     }
     // A read returns at least one batch, even one larger than its share.
     let extra = used - share.bytes;
@@ -357,76 +351,55 @@ async fn read_within_budget(
             fetched.chunks.clear();
         }
         budget.give_back(share.bytes + taken);
+        return (read, 0);
     }
-    read
+    (read, share.bytes + taken)
 }
 
-/// Waits until any partition has data past its fetch offset, or the deadline.
-async fn wait_for_any(shard: &Rc<Shard>, items: &[(usize, PartitionId, Input)], deadline: Instant) {
-    let work_items: Vec<Item<Input>> = items
-        .iter()
-        .map(|(slot, id, input)| Item {
-            slot: *slot,
-            id: id.clone(),
-            input: input.clone(),
-        })
-        .collect();
-    // Each owner shard returns when one of its partitions has data or the deadline passes;
-    // the first shard to answer ends the wait.
-    let view = shard.view.load();
-    let mut groups: Vec<Vec<Item<Input>>> =
-        (0..shard.router.shards()).map(|_| Vec::new()).collect();
-    for item in work_items {
-        let owner = view.owner_shard(&item.id.topic, item.id.partition);
-        groups[owner].push(item);
-    }
-    let waits: Vec<_> = groups
-        .into_iter()
-        .enumerate()
-        .filter(|(_, group)| !group.is_empty())
-        .map(|(target, group)| {
-            shard
-                .router
-                .call(shard, target, move |owner| {
-                    wait_on_owner(owner, group, deadline)
-                })
-                .boxed_local()
-        })
-        .collect();
-    if !waits.is_empty() {
-        select_all(waits).await;
-    }
-}
-
-async fn wait_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>, deadline: Instant) {
+/// Waits on this shard until one of its partitions has data beyond what `reads` saw, another
+/// shard finishes the fetch, or the deadline passes. Whether to read again: true only when
+/// this shard's data may have grown.
+async fn wait_for_any(
+    shard: &Rc<Shard>,
+    items: &[Owned<Input>],
+    reads: &[Read],
+    poll: &LongPoll,
+) -> bool {
     let mut waits = Vec::with_capacity(items.len());
-    for item in items {
-        if let Some(log) = shard.logs.get(&item.id) {
-            // Wait for data beyond what is already there, or a fetch that wants more than is
-            // available would spin.
-            let offset = (item.input.offset.max(0) as u64).max(log.offsets().high_watermark);
-            waits.push(async move { log.wait_for_data_beyond(offset).await }.boxed_local());
-        } else if offsets_topic::is_offsets_topic(&item.id.topic) {
+    for (item, read) in items.iter().zip(reads) {
+        // Wait for data beyond what this read saw, or a fetch that wants more than is
+        // available would spin; data that arrived since the read ends the wait at once.
+        let seen = read.output.high_watermark.max(item.input.offset).max(0);
+        let id = &item.partition.id;
+        if item.partition.is_offsets_topic() {
             let shard = shard.clone();
-            let (partition, offset) = (item.id.partition, item.input.offset);
+            let partition = id.partition;
             waits.push(
                 async move {
                     let topic = shard.groups.offsets_topic();
-                    let end = topic.high_watermark(partition).unwrap_or(0);
-                    topic.wait_for_data_beyond(partition, offset.max(end)).await
+                    topic.wait_for_data_beyond(partition, seen).await
                 }
                 .boxed_local(),
             );
+        } else if let Some(log) = shard.logs.get(id) {
+            waits.push(async move { log.wait_for_data_beyond(seen as u64).await }.boxed_local());
         }
     }
-    let timeout =
-        glommio::timer::sleep(deadline.saturating_duration_since(Instant::now())).boxed_local();
-    if waits.is_empty() {
-        timeout.await;
-        return;
+    let data = async move {
+        if waits.is_empty() {
+            std::future::pending::<()>().await;
+        }
+        select_all(waits).await;
     }
-    match select(select_all(waits), timeout).await {
-        Either::Left(_) | Either::Right(_) => {}
+    .boxed_local();
+    let timeout = glommio::timer::sleep(poll.deadline.saturating_duration_since(Instant::now()));
+    let ended = select(
+        poll.finished(shard.index).boxed_local(),
+        timeout.boxed_local(),
+    );
+    match select(data, ended).await {
+        Either::Left(_) => !poll.is_finished(),
+        Either::Right(_) => false,
     }
 }
 

@@ -2,12 +2,10 @@
 
 use std::rc::Rc;
 
-use kaas_engine::{LogConfig, PartitionId};
-
 use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
-use crate::handlers::partition_work::{run_on_owners, Item};
-use crate::handlers::{check_leader_epoch, error_code};
+use crate::handlers::error_code;
+use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::list_offsets::{
     ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
@@ -24,8 +22,7 @@ const LATEST_TIERED: i64 = -5;
 pub async fn handle(shard: &Rc<Shard>, request: ListOffsetsRequest) -> ListOffsetsResponse {
     let view = shard.view.load();
     let mut topics = Vec::new();
-    let mut slots = Vec::new();
-    let mut items = Vec::new();
+    let mut requests = PartitionRequests::new(view.clone(), shard.router.shards());
     for topic in request.topics {
         let info = offsets_topic::topic_by_name(&view, &topic.name)
             .or_else(|| view.topic(&topic.name).cloned());
@@ -38,23 +35,22 @@ pub async fn handle(shard: &Rc<Shard>, request: ListOffsetsRequest) -> ListOffse
                 leader_epoch: -1,
                 ..Default::default()
             };
+            let position = Position {
+                topic: topics.len(),
+                partition: partitions.len(),
+            };
             let code = match info.as_ref() {
-                Some(t) if (0..t.partitions).contains(&partition.partition_index) => {
-                    let code = check_leader_epoch(
+                Some(t) => requests
+                    .add(
+                        position,
+                        t,
+                        partition.partition_index,
                         partition.current_leader_epoch,
-                        view.leader_epoch(&t.name, partition.partition_index),
-                    );
-                    if code == ErrorCode::None {
-                        slots.push((topics.len(), partitions.len()));
-                        items.push(Item {
-                            slot: slots.len() - 1,
-                            id: PartitionId::new(t.name.clone(), partition.partition_index),
-                            input: (partition.timestamp, t.log_config.clone()),
-                        });
-                    }
-                    code
-                }
-                _ => ErrorCode::UnknownTopicOrPartition,
+                        partition.timestamp,
+                    )
+                    .err()
+                    .unwrap_or(ErrorCode::None),
+                None => ErrorCode::UnknownTopicOrPartition,
             };
             result.error_code = code.code();
             partitions.push(result);
@@ -64,13 +60,10 @@ pub async fn handle(shard: &Rc<Shard>, request: ListOffsetsRequest) -> ListOffse
             partitions,
         });
     }
-    for (slot, answer) in run_on_owners(shard, items, list_on_owner).await {
-        let (t, p) = slots[slot];
-        let leader_epoch =
-            view.leader_epoch(&topics[t].name, topics[t].partitions[p].partition_index);
-        let result = &mut topics[t].partitions[p];
-        match answer {
-            Ok(Some((offset, timestamp))) => {
+    for (position, answer) in requests.run(shard, list_on_owner).await {
+        let result = &mut topics[position.topic].partitions[position.partition];
+        match answer.and_then(|answer| answer) {
+            Ok(Some((offset, timestamp, leader_epoch))) => {
                 result.offset = offset;
                 result.timestamp = timestamp;
                 result.leader_epoch = leader_epoch;
@@ -85,21 +78,24 @@ pub async fn handle(shard: &Rc<Shard>, request: ListOffsetsRequest) -> ListOffse
     }
 }
 
-type Answer = Result<Option<(i64, i64)>, ErrorCode>;
+/// The offset found, its timestamp, and the leader epoch the partition is served at.
+type Answer = Result<Option<(i64, i64, i32)>, ErrorCode>;
 
-async fn list_on_owner(
-    shard: Rc<Shard>,
-    items: Vec<Item<(i64, LogConfig)>>,
-) -> Vec<(usize, Answer)> {
+async fn list_on_owner(shard: Rc<Shard>, items: Vec<Owned<i64>>) -> Vec<(Position, Answer)> {
     let mut answers = Vec::with_capacity(items.len());
     for item in items {
-        let (timestamp, config) = item.input;
-        if offsets_topic::is_offsets_topic(&item.id.topic) {
+        let timestamp = item.input;
+        let leader_epoch = item.partition.leader_epoch;
+        let with_epoch = |found: Option<(i64, i64)>| {
+            found.map(|(offset, timestamp)| (offset, timestamp, leader_epoch))
+        };
+        if item.partition.is_offsets_topic() {
             let topic = shard.groups.offsets_topic();
-            answers.push((item.slot, topic.list_offset(item.id.partition, timestamp)));
+            let answer = topic.list_offset(item.partition.id.partition, timestamp);
+            answers.push((item.position, answer.map(with_epoch)));
             continue;
         }
-        let answer = match shard.log(&item.id, config).await {
+        let answer = match item.partition.log(&shard).await {
             Err(error) => Err(error_code(&error)),
             Ok(log) => {
                 let offsets = log.offsets();
@@ -120,7 +116,7 @@ async fn list_on_owner(
                 }
             }
         };
-        answers.push((item.slot, answer));
+        answers.push((item.position, answer.map(with_epoch)));
     }
     answers
 }

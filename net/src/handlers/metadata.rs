@@ -9,7 +9,6 @@ use std::sync::Arc;
 use crate::broker::cluster_view::{ClusterView, TopicInfo};
 use crate::broker::shard::Shard;
 use crate::broker::topic_admin::TopicAdmin;
-use crate::broker::topic_config::TopicConfig;
 use crate::groups::offsets_topic;
 use crate::handlers::{admin, authorized_operations, cluster_metadata, with_topic_admin};
 use crate::protocol::messages::metadata::{
@@ -52,7 +51,11 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
                             offsets_topic_metadata(shard, &view)
                         }
                         Some(topic) => topic_metadata(shard, &view, topic),
-                        None if auto_create => auto_create_topic(shard, name).await,
+                        // `__consumer_offsets` is the coordinators' (not served in cluster
+                        // mode): never a topic a Metadata request creates.
+                        None if auto_create && !offsets_topic::is_offsets_topic(&name) => {
+                            auto_create_topic(shard, name).await
+                        }
                         None => {
                             error_topic(Some(name), Uuid::NIL, ErrorCode::UnknownTopicOrPartition)
                         }
@@ -88,26 +91,9 @@ async fn auto_create_topic(shard: &Rc<Shard>, name: String) -> MetadataResponseT
     let partitions = shard.config.default_partitions;
     let create_name = name.clone();
     let created = with_topic_admin(shard, move |admin_shard| async move {
-        let created = admin(&admin_shard)
-            .create(
-                &admin_shard,
-                &create_name,
-                partitions,
-                TopicConfig::default(),
-                false,
-            )
-            .await;
-        match created {
-            Ok(topic) => Ok(topic),
-            // Another client created it in the meantime.
-            Err(error) if error.code == ErrorCode::TopicAlreadyExists => admin_shard
-                .view
-                .load()
-                .topic(&create_name)
-                .cloned()
-                .ok_or(error),
-            Err(error) => Err(error),
-        }
+        admin(&admin_shard)
+            .auto_create(&admin_shard, &create_name, partitions)
+            .await
     })
     .await;
     match created {

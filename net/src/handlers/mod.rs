@@ -1,7 +1,8 @@
 //! One module per Kafka API: each turns a decoded request into a response.
 //!
-//! Partition-scoped APIs (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords)
-//! group their partitions by owner shard and hop once per shard ([`partition_work`]); topic
+//! Partition-scoped APIs (Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, DeleteRecords,
+//! DescribeLogDirs, DescribeProducers) go through one pipeline ([`partition_request`]):
+//! resolve each partition against the view, hop once per owner shard, gather; topic
 //! changes hop to shard 0, where the topic admin runs; group APIs hop to the group's
 //! coordinator shard ([`group_hop`]).
 
@@ -42,7 +43,7 @@ pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
-pub mod partition_work;
+pub mod partition_request;
 pub mod produce;
 pub mod sync_group;
 
@@ -56,7 +57,8 @@ use kaas_engine::producer_state::ProducerStateError;
 use kaas_engine::EngineError;
 
 use crate::broker::shard::Shard;
-use crate::broker::topic_admin::{TopicAdmin, TopicError};
+use crate::broker::topic_admin::TopicError;
+use crate::broker::topic_changes::TopicChanges;
 use crate::protocol::ErrorCode;
 
 /// The leader epoch of every partition of a standalone broker.
@@ -118,39 +120,18 @@ pub fn batch_error_code(error: &BatchError) -> ErrorCode {
     }
 }
 
-/// Checks a client's `current_leader_epoch` against the partition's `leader_epoch` (-1 means
-/// "not given"): an older one is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH, as
-/// Kafka answers, so the client refreshes its metadata.
-pub fn check_leader_epoch(current_leader_epoch: i32, leader_epoch: i32) -> ErrorCode {
-    match current_leader_epoch {
-        -1 => ErrorCode::None,
-        epoch if epoch > leader_epoch => ErrorCode::UnknownLeaderEpoch,
-        epoch if epoch < leader_epoch => ErrorCode::FencedLeaderEpoch,
-        _ => ErrorCode::None,
-    }
-}
-
-/// Runs a topic change on shard 0, where the topic admin lives.
+/// Runs a topic change on shard 0, where the topic changes live (standalone: the topic
+/// admin; cluster mode: the way to the cluster core's KafkaTopic service).
 pub async fn with_topic_admin<R, F, Fut>(shard: &Rc<Shard>, change: F) -> Result<R, TopicError>
 where
     F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<R, TopicError>> + 'static,
     R: Send + 'static,
 {
-    if shard.config.cluster.is_some() {
-        // The assignment is the one source of topics in cluster mode; a topic change made
-        // here would be one broker's alone.
-        return Err(TopicError {
-            code: ErrorCode::InvalidRequest,
-            message:
-                "topics are managed by the cluster assignment (assignment.json) in cluster mode"
-                    .into(),
-        });
-    }
     let result = shard
         .router
         .call(shard, 0, move |admin_shard| async move {
-            if admin_shard.topic_admin.is_none() {
+            if admin_shard.topic_changes.is_none() {
                 return Err(TopicError {
                     code: ErrorCode::NotController,
                     message: "topic changes run on shard 0".into(),
@@ -167,9 +148,9 @@ where
     })
 }
 
-/// The topic admin of a shard that is known to have one (shard 0).
-pub fn admin(shard: &Shard) -> &TopicAdmin {
-    match &shard.topic_admin {
+/// The topic changes of a shard that is known to have them (shard 0).
+pub fn admin(shard: &Shard) -> &TopicChanges {
+    match &shard.topic_changes {
         Some(admin) => admin,
         None => unreachable!("with_topic_admin checks for the admin before calling"),
     }

@@ -3,11 +3,9 @@
 
 use std::rc::Rc;
 
-use kaas_engine::{LogConfig, PartitionId};
-
 use crate::broker::shard::Shard;
-use crate::handlers::partition_work::{run_on_owners, Item};
-use crate::handlers::{check_leader_epoch, error_code};
+use crate::handlers::error_code;
+use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::offset_for_leader_epoch::{
     EpochEndOffset, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
     OffsetForLeaderTopicResult,
@@ -21,8 +19,7 @@ pub async fn handle(
 ) -> OffsetForLeaderEpochResponse {
     let view = shard.view.load();
     let mut topics = Vec::new();
-    let mut slots = Vec::new();
-    let mut items = Vec::new();
+    let mut requests = PartitionRequests::new(view.clone(), shard.router.shards());
     for topic in request.topics {
         let info = view.topic(&topic.topic);
         let mut partitions = Vec::new();
@@ -33,23 +30,22 @@ pub async fn handle(
                 end_offset: -1,
                 ..Default::default()
             };
+            let position = Position {
+                topic: topics.len(),
+                partition: partitions.len(),
+            };
             let code = match info {
-                Some(t) if (0..t.partitions).contains(&partition.partition) => {
-                    let code = check_leader_epoch(
+                Some(t) => requests
+                    .add(
+                        position,
+                        t,
+                        partition.partition,
                         partition.current_leader_epoch,
-                        view.leader_epoch(&t.name, partition.partition),
-                    );
-                    if code == ErrorCode::None {
-                        slots.push((topics.len(), partitions.len()));
-                        items.push(Item {
-                            slot: slots.len() - 1,
-                            id: PartitionId::new(t.name.clone(), partition.partition),
-                            input: (partition.leader_epoch, t.log_config.clone()),
-                        });
-                    }
-                    code
-                }
-                _ => ErrorCode::UnknownTopicOrPartition,
+                        partition.leader_epoch,
+                    )
+                    .err()
+                    .unwrap_or(ErrorCode::None),
+                None => ErrorCode::UnknownTopicOrPartition,
             };
             result.error_code = code.code();
             partitions.push(result);
@@ -59,10 +55,9 @@ pub async fn handle(
             partitions,
         });
     }
-    for (slot, answer) in run_on_owners(shard, items, lookup_on_owner).await {
-        let (t, p) = slots[slot];
-        let result = &mut topics[t].partitions[p];
-        match answer {
+    for (position, answer) in requests.run(shard, lookup_on_owner).await {
+        let result = &mut topics[position.topic].partitions[position.partition];
+        match answer.and_then(|answer| answer) {
             Ok(Some((epoch, end_offset))) => {
                 result.leader_epoch = epoch;
                 result.end_offset = end_offset;
@@ -79,14 +74,11 @@ pub async fn handle(
 
 type Answer = Result<Option<(i32, i64)>, ErrorCode>;
 
-async fn lookup_on_owner(
-    shard: Rc<Shard>,
-    items: Vec<Item<(i32, LogConfig)>>,
-) -> Vec<(usize, Answer)> {
+async fn lookup_on_owner(shard: Rc<Shard>, items: Vec<Owned<i32>>) -> Vec<(Position, Answer)> {
     let mut answers = Vec::with_capacity(items.len());
     for item in items {
-        let (epoch, config) = item.input;
-        let answer = match shard.log(&item.id, config).await {
+        let epoch = item.input;
+        let answer = match item.partition.log(&shard).await {
             Err(error) => Err(error_code(&error)),
             Ok(log) => {
                 let offsets = log.offsets();
@@ -95,14 +87,14 @@ async fn lookup_on_owner(
                     // An empty log (or one written before epochs) ends at its end offset in
                     // the current epoch.
                     None if log.latest_epoch().is_none() => Ok(Some((
-                        shard.open_epoch(&item.id),
+                        item.partition.leader_epoch,
                         offsets.log_end_offset as i64,
                     ))),
                     None => Ok(None),
                 }
             }
         };
-        answers.push((item.slot, answer));
+        answers.push((item.position, answer));
     }
     answers
 }

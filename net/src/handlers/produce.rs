@@ -16,11 +16,11 @@ use std::rc::Rc;
 use bytes::Bytes;
 use kaas_engine::batch::recompress::recompress_batches;
 use kaas_engine::batch::{BatchError, BATCH_LENGTH_POS, LOG_OVERHEAD, MIN_BATCH_LENGTH};
-use kaas_engine::{EngineError, LogConfig, PartitionId};
+use kaas_engine::{EngineError, PartitionId};
 
 use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
-use crate::handlers::partition_work::{run_on_owners, Item};
+use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::handlers::{error_code, now_ms};
 use crate::protocol::messages::produce::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceRequest, ProduceResponse,
@@ -30,7 +30,6 @@ use crate::protocol::ErrorCode;
 
 struct Input {
     records: Bytes,
-    config: LogConfig,
     wait_for_flush: bool,
 }
 
@@ -54,9 +53,9 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
     } else {
         None
     };
+    let wait_for_flush = request.acks != 0;
     let mut responses: Vec<TopicProduceResponse> = Vec::new();
-    let mut slots: Vec<(usize, usize)> = Vec::new();
-    let mut items = Vec::new();
+    let mut requests = PartitionRequests::new(view.clone(), shard.router.shards());
     for topic_data in request.topic_data {
         let found = if version >= 13 {
             view.topic_by_id(&topic_data.topic_id)
@@ -87,6 +86,10 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
                 log_start_offset: -1,
                 ..Default::default()
             };
+            let position = Position {
+                topic: responses.len(),
+                partition: partitions.len(),
+            };
             let error = match (refuse_all, topic, data.records) {
                 (Some(error), _, _) => Some(error),
                 (None, None, _) => Some(unknown),
@@ -100,17 +103,11 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
                     Some(ErrorCode::InvalidRecord)
                 }
                 (None, Some(t), Some(records)) => {
-                    slots.push((responses.len(), partitions.len()));
-                    items.push(Item {
-                        slot: slots.len() - 1,
-                        id: PartitionId::new(t.name.clone(), data.index),
-                        input: Input {
-                            records,
-                            config: t.log_config.clone(),
-                            wait_for_flush: request.acks != 0,
-                        },
-                    });
-                    None
+                    let input = Input {
+                        records,
+                        wait_for_flush,
+                    };
+                    requests.add(position, t, data.index, -1, input).err()
                 }
             };
             if let Some(error) = error {
@@ -124,9 +121,15 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
             partition_responses: partitions,
         });
     }
-    for (slot, output) in run_on_owners(shard, items, append_on_owner).await {
-        let (topic_index, partition_index) = slots[slot];
-        let response = &mut responses[topic_index].partition_responses[partition_index];
+    for (position, output) in requests.run(shard, append_on_owner).await {
+        let response = &mut responses[position.topic].partition_responses[position.partition];
+        let output = output.unwrap_or_else(|code| Output {
+            error: Some(code),
+            base_offset: -1,
+            log_append_time: -1,
+            log_start_offset: -1,
+            ..Default::default()
+        });
         response.error_code = output.error.unwrap_or(ErrorCode::None).code();
         response.error_message = output.message;
         response.record_errors = output.record_errors;
@@ -142,43 +145,47 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
 
 /// Appends every batch for this shard's partitions, then waits for all their flushes together
 /// (one group commit per partition covers them). Each partition is appended in its turn
-/// ([`crate::broker::append_turns`]), taken here before the first await.
-async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usize, Output)> {
+/// ([`crate::broker::append_turns`]), taken here before the first await. Batches are stamped
+/// with the leader epoch the partition was resolved at, which its log checks it is open at.
+async fn append_on_owner(shard: Rc<Shard>, items: Vec<Owned<Input>>) -> Vec<(Position, Output)> {
     let tickets: Vec<_> = items
         .iter()
-        .map(|item| shard.append_turns.take(&item.id))
+        .map(|item| shard.append_turns.take(&item.partition.id))
         .collect();
     let now = now_ms();
     let mut appended = Vec::with_capacity(items.len());
     let mut outputs = Vec::with_capacity(items.len());
     // Each ticket is dropped at the end of its iteration, once its batch is in the log.
     for (item, ticket) in items.into_iter().zip(tickets) {
-        let recompressed = match item.input.config.compression {
-            Some(target) => recompress_batches(
-                &item.input.records,
-                target,
-                item.input.config.max_batch_bytes,
-            ),
+        let Owned {
+            position,
+            partition,
+            input,
+        } = item;
+        let recompressed = match partition.config.compression {
+            Some(target) => {
+                recompress_batches(&input.records, target, partition.config.max_batch_bytes)
+            }
             None => Ok(None),
         };
         let records = match recompressed {
             Ok(Some(rewritten)) => Bytes::from(rewritten),
-            Ok(None) => item.input.records,
+            Ok(None) => input.records,
             Err(error) => {
                 let error = EngineError::InvalidBatch(error);
-                outputs.push((item.slot, failure(&item.id, &error)));
+                outputs.push((position, failure(&partition.id, &error)));
                 continue;
             }
         };
         ticket.turn().await;
-        let log = match shard.log(&item.id, item.input.config).await {
+        let log = match partition.log(&shard).await {
             Ok(log) => log,
             Err(error) => {
-                outputs.push((item.slot, failure(&item.id, &error)));
+                outputs.push((position, failure(&partition.id, &error)));
                 continue;
             }
         };
-        match log.append(&records, shard.open_epoch(&item.id), now).await {
+        match log.append(&records, partition.leader_epoch, now).await {
             Ok(outcome) => {
                 if !outcome.duplicate {
                     shard
@@ -193,8 +200,8 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                     log_append_time: outcome.log_append_time.unwrap_or(-1),
                     log_start_offset: outcome.log_start_offset as i64,
                 };
-                if item.input.wait_for_flush {
-                    appended.push((item.slot, item.id, log, outcome.last_offset + 1, output));
+                if input.wait_for_flush {
+                    appended.push((position, partition.id, log, outcome.last_offset + 1, output));
                 } else {
                     // acks=0: nobody waits, but readers only see durable data, so flush now.
                     let end = outcome.last_offset + 1;
@@ -202,29 +209,31 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Item<Input>>) -> Vec<(usiz
                         let _ = log.flush_to(end).await;
                     })
                     .detach();
-                    outputs.push((item.slot, output));
+                    outputs.push((position, output));
                 }
             }
             Err(error) => {
-                shard.give_up_if_fenced(&item.id);
-                outputs.push((item.slot, failure(&item.id, &error)))
+                shard.give_up_if_fenced(&partition.id);
+                outputs.push((position, failure(&partition.id, &error)))
             }
         }
     }
-    let flushes = appended.into_iter().map(|(slot, id, log, end, output)| {
-        let shard = &shard;
-        async move {
-            match log.flush_to(end).await {
-                Ok(()) => (slot, output),
-                Err(error) => {
-                    // A newer claim on the volume: answered NOT_LEADER_OR_FOLLOWER, and
-                    // the partition is given up on this shard.
-                    shard.give_up_if_fenced(&id);
-                    (slot, failure(&id, &error))
+    let flushes = appended
+        .into_iter()
+        .map(|(position, id, log, end, output)| {
+            let shard = &shard;
+            async move {
+                match log.flush_to(end).await {
+                    Ok(()) => (position, output),
+                    Err(error) => {
+                        // A newer claim on the volume: answered NOT_LEADER_OR_FOLLOWER, and
+                        // the partition is given up on this shard.
+                        shard.give_up_if_fenced(&id);
+                        (position, failure(&id, &error))
+                    }
                 }
             }
-        }
-    });
+        });
     outputs.extend(futures_util::future::join_all(flushes).await);
     outputs
 }

@@ -44,7 +44,7 @@ fn shard_zero(root: &Path, topics: Vec<TopicInfo>) -> Rc<Shard> {
         view: view.clone(),
         router: Arc::new(router),
         metrics: Arc::new(ShardMetrics::default()),
-        topic_admin: None,
+        topic_changes: None,
         producer_ids: None,
         groups: Rc::new(GroupCoordinator::new(
             0,

@@ -1,0 +1,378 @@
+//! Topic changes of a cluster broker: each request is checked here with the standalone
+//! broker's rules (`topic_admin`'s checks, the topic config validators), against the view of
+//! the assignment this broker follows; what passes becomes a [`TopicChange`] sent over the
+//! [`TopicChangeLink`] to the cluster core's KafkaTopic service, and once that answers, the
+//! broker waits until its view shows the change ([`view_wait`]) before it answers the client.
+//! Validate-only requests stop after the checks: they never reach the Kubernetes API.
+//!
+//! The topic id of a new topic is made here (random, never one of the ids Kafka reserves) and
+//! stored in the KafkaTopic, so the assignment, and every broker, give the topic that id.
+//!
+//! Consumer-group config overrides are not kept in cluster mode (there is no resource for
+//! them yet): those changes are refused.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kaas_cluster::ids::{TopicId, TopicName};
+use kaas_cluster::topic_change::TopicChange;
+
+use crate::broker::cluster_view::{ClusterView, TopicInfo};
+use crate::broker::shard::Shard;
+use crate::broker::topic_admin::{
+    already_exists, check_added_partitions, check_new_topic, check_partition_range, unknown_topic,
+    NewTopic, TopicAdmin, TopicError,
+};
+use crate::broker::topic_change_link::{TopicChangeLink, ANSWER_TIMEOUT};
+use crate::broker::topic_changes::AUTO_CREATE_WAIT;
+use crate::broker::topic_config::{InvalidConfig, TopicConfig};
+use crate::broker::view_wait::{self, Expectation};
+use crate::protocol::{ErrorCode, Uuid};
+
+/// How long a config change waits for the view (the APIs carry no timeout).
+const CONFIG_WAIT: Duration = Duration::from_secs(30);
+
+/// A cluster broker's topic changes.
+pub struct ClusterTopicChanges {
+    link: Arc<TopicChangeLink>,
+}
+
+impl ClusterTopicChanges {
+    /// Changes sent over `link`.
+    pub fn new(link: Arc<TopicChangeLink>) -> Self {
+        ClusterTopicChanges { link }
+    }
+
+    /// CreateTopics for one topic.
+    pub async fn create_topic(
+        &self,
+        shard: &Rc<Shard>,
+        topic: NewTopic,
+        validate_only: bool,
+        wait: Duration,
+    ) -> Result<Arc<TopicInfo>, TopicError> {
+        let view = shard.view.load();
+        let name = topic_name(&topic.name)?;
+        if view.topic(&topic.name).is_some() {
+            return Err(already_exists(&topic.name));
+        }
+        let (partitions, config) =
+            check_new_topic(&topic, shard.config.default_partitions, &brokers(&view))?;
+        self.create(shard, name, partitions, config, validate_only, wait)
+            .await
+    }
+
+    /// Auto-creation on Metadata: default partitions and configs. Without a service
+    /// (`--assignment-source file`) a cluster broker does not auto-create, and the topic is
+    /// unknown, as before.
+    pub async fn auto_create(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        partitions: i32,
+    ) -> Result<Arc<TopicInfo>, TopicError> {
+        if !self.link.is_served() {
+            return Err(TopicError::new(
+                ErrorCode::UnknownTopicOrPartition,
+                "This server does not host this topic.",
+            ));
+        }
+        let name = topic_name(name)?;
+        let created = self
+            .create(
+                shard,
+                name,
+                partitions,
+                TopicConfig::default(),
+                false,
+                AUTO_CREATE_WAIT,
+            )
+            .await;
+        match created {
+            Err(error) if error.code == ErrorCode::RequestTimedOut => Err(TopicError::new(
+                ErrorCode::LeaderNotAvailable,
+                error.message,
+            )),
+            other => other,
+        }
+    }
+
+    async fn create(
+        &self,
+        shard: &Rc<Shard>,
+        name: TopicName,
+        partitions: i32,
+        config: TopicConfig,
+        validate_only: bool,
+        wait: Duration,
+    ) -> Result<Arc<TopicInfo>, TopicError> {
+        check_partition_range(partitions)?;
+        let id = new_topic_id();
+        let info = Arc::new(TopicInfo {
+            name: name.as_arc().clone(),
+            id: Uuid(id.0),
+            partitions,
+            log_config: config.log_config(&shard.config.topic_defaults),
+            config,
+        });
+        if validate_only {
+            return Ok(info);
+        }
+        let change = TopicChange::Create {
+            topic: name.clone(),
+            partitions,
+            topic_id: id,
+            configs: overrides(&info.config),
+        };
+        self.link.send(change, ANSWER_TIMEOUT).await?;
+        let expectation = Expectation::Created {
+            name: name.as_str().to_string(),
+            id: info.id,
+        };
+        if !self.wait(shard, &expectation, wait).await {
+            return Err(not_visible(name.as_str(), "created", wait));
+        }
+        Ok(shard
+            .view
+            .load()
+            .topic(name.as_str())
+            .cloned()
+            .unwrap_or(info))
+    }
+
+    /// DeleteTopics for one topic (resolved from the view by the handler); its id.
+    pub async fn delete(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        wait: Duration,
+    ) -> Result<Uuid, TopicError> {
+        let topic = topic_name(name)?;
+        let id = shard
+            .view
+            .load()
+            .topic(name)
+            .map_or(Uuid::NIL, |topic| topic.id);
+        self.link
+            .send(TopicChange::Delete { topic }, ANSWER_TIMEOUT)
+            .await?;
+        let expectation = Expectation::Deleted {
+            name: name.to_string(),
+            id,
+        };
+        if !self.wait(shard, &expectation, wait).await {
+            return Err(not_visible(name, "deleted", wait));
+        }
+        Ok(id)
+    }
+
+    /// CreatePartitions for one topic.
+    pub async fn add_partitions(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        count: i32,
+        assignments: Option<Vec<Vec<i32>>>,
+        validate_only: bool,
+        wait: Duration,
+    ) -> Result<(), TopicError> {
+        let view = shard.view.load();
+        let Some(current) = view.topic(name).map(|topic| topic.partitions) else {
+            return Err(unknown_topic(name));
+        };
+        check_added_partitions(current, count, assignments.as_deref(), &brokers(&view))?;
+        if validate_only {
+            return Ok(());
+        }
+        let topic = topic_name(name)?;
+        self.link
+            .send(TopicChange::AddPartitions { topic, count }, ANSWER_TIMEOUT)
+            .await?;
+        let expectation = Expectation::Partitions {
+            name: name.to_string(),
+            count,
+        };
+        if !self.wait(shard, &expectation, wait).await {
+            return Err(not_visible(name, "given its new partitions", wait));
+        }
+        Ok(())
+    }
+
+    /// AlterConfigs / IncrementalAlterConfigs on a topic: `change` is applied to the overrides
+    /// the view has, checked as a standalone broker checks them, and the keys it changed are
+    /// sent. The answer waits (at most 30 s) for the view to show the new values; past that
+    /// the change is still made, and answered as done, as Kafka answers once it is stored.
+    pub async fn alter_configs(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        change: impl FnOnce(&mut TopicConfig) -> Result<(), InvalidConfig>,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let Some(before) = shard.view.load().topic(name).map(|t| t.config.clone()) else {
+            return Err(unknown_topic(name));
+        };
+        let mut after = before.clone();
+        change(&mut after)?;
+        after.check_combination()?;
+        let configs = config_changes(&before, &after);
+        if validate_only || configs.is_empty() {
+            return Ok(());
+        }
+        let topic = topic_name(name)?;
+        self.link
+            .send(
+                TopicChange::AlterConfigs {
+                    topic,
+                    configs: configs.clone(),
+                },
+                ANSWER_TIMEOUT,
+            )
+            .await?;
+        let expectation = Expectation::Configs {
+            name: name.to_string(),
+            configs,
+        };
+        if !self.wait(shard, &expectation, CONFIG_WAIT).await {
+            tracing::warn!(
+                topic = name,
+                "config change stored, not yet in this broker's view"
+            );
+        }
+        Ok(())
+    }
+
+    /// The refusal of a consumer-group config change in cluster mode.
+    pub fn alter_group_configs(group: &str) -> TopicError {
+        TopicError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "Consumer group configs are not kept in cluster mode yet: group '{group}' keeps the broker's group settings"
+            ),
+        )
+    }
+
+    async fn wait(&self, shard: &Rc<Shard>, expectation: &Expectation, bound: Duration) -> bool {
+        bound.is_zero() || view_wait::wait_for(&shard.view, expectation, bound).await
+    }
+}
+
+/// A checked topic name (the same check and message as a standalone broker's).
+fn topic_name(name: &str) -> Result<TopicName, TopicError> {
+    TopicAdmin::validate_name(name)?;
+    TopicName::new(name)
+        .map_err(|error| TopicError::new(ErrorCode::InvalidTopicException, error.to_string()))
+}
+
+/// The broker ids a manual assignment may name: the assignment's brokers.
+fn brokers(view: &ClusterView) -> Vec<i32> {
+    view.cluster
+        .as_ref()
+        .map(|cluster| cluster.brokers().keys().map(|id| id.0).collect())
+        .unwrap_or_default()
+}
+
+/// A new random topic id, never one Kafka reserves.
+fn new_topic_id() -> TopicId {
+    loop {
+        let id = TopicId(rand::random());
+        if id != TopicId::ZERO && id != TopicId::METADATA {
+            return id;
+        }
+    }
+}
+
+/// The overrides of `config` as the KafkaTopic keeps them.
+fn overrides(config: &TopicConfig) -> BTreeMap<String, String> {
+    config
+        .overrides()
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect()
+}
+
+/// The keys whose override differs between `before` and `after`: set to the new value, or
+/// `None` where `after` has none.
+fn config_changes(before: &TopicConfig, after: &TopicConfig) -> BTreeMap<String, Option<String>> {
+    let before = overrides(before);
+    let after = overrides(after);
+    let mut changes: BTreeMap<String, Option<String>> = before
+        .keys()
+        .filter(|key| !after.contains_key(*key))
+        .map(|key| (key.clone(), None))
+        .collect();
+    for (key, value) in after {
+        if before.get(&key) != Some(&value) {
+            changes.insert(key, Some(value));
+        }
+    }
+    changes
+}
+
+/// REQUEST_TIMED_OUT for a change made but not yet in this broker's view after `wait`.
+fn not_visible(name: &str, done: &str, wait: Duration) -> TopicError {
+    TopicError::new(
+        ErrorCode::RequestTimedOut,
+        format!(
+            "Topic '{name}' was {done}, but this broker's metadata does not show it yet after {} ms",
+            wait.as_millis()
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> TopicConfig {
+        TopicConfig::from_pairs(pairs.iter().map(|(k, v)| (*k, Some(*v)))).expect("valid")
+    }
+
+    #[test]
+    fn only_changed_keys_are_sent() {
+        let before = config(&[("retention.ms", "1000"), ("segment.ms", "60000")]);
+        let after = config(&[("segment.ms", "60000"), ("cleanup.policy", "compact")]);
+        assert_eq!(
+            config_changes(&before, &after),
+            BTreeMap::from([
+                ("cleanup.policy".to_string(), Some("compact".to_string())),
+                ("retention.ms".to_string(), None),
+            ])
+        );
+        assert!(config_changes(&after, &after).is_empty());
+        assert_eq!(
+            overrides(&after),
+            BTreeMap::from([
+                ("cleanup.policy".to_string(), "compact".to_string()),
+                ("segment.ms".to_string(), "60000".to_string()),
+            ])
+        );
+    }
+
+    #[test]
+    fn new_ids_print_as_assignment_json_wants() {
+        let id = new_topic_id();
+        let text = id.to_string();
+        assert_eq!(text.len(), 22);
+        assert_eq!(TopicId::parse(&text), Ok(id));
+        assert_ne!(new_topic_id(), id);
+    }
+
+    #[test]
+    fn names_are_checked_with_the_standalone_message() {
+        assert!(topic_name("orders").is_ok());
+        let error = topic_name("no/slash").expect_err("illegal");
+        assert_eq!(error.code, ErrorCode::InvalidTopicException);
+        assert!(error
+            .message
+            .starts_with("Topic name \"no/slash\" is illegal"));
+    }
+
+    #[test]
+    fn group_config_changes_are_refused_with_a_reason() {
+        let error = ClusterTopicChanges::alter_group_configs("g");
+        assert_eq!(error.code, ErrorCode::InvalidRequest);
+        assert!(error.message.contains("cluster mode"), "{}", error.message);
+    }
+}
