@@ -58,8 +58,7 @@ fn join_and_sync(client: &mut WireClient, group: &str) -> Member {
         panic!("not JoinGroup")
     };
     assert_eq!(first.error_code, 79, "MEMBER_ID_REQUIRED first");
-    let Response::JoinGroup(joined) = client.call(9, &join_request(group, &first.member_id))
-    else {
+    let Response::JoinGroup(joined) = client.call(9, &join_request(group, &first.member_id)) else {
         panic!("not JoinGroup")
     };
     assert_eq!(joined.error_code, 0, "joined {group}");
