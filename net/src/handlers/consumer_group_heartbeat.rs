@@ -62,11 +62,10 @@ async fn heartbeat_on_coordinator(
     heartbeat: Heartbeat,
 ) -> Result<HeartbeatResult, Failure> {
     let joining = heartbeat.member_epoch == 0;
-    // In cluster mode a group that moved here (its coordinator left the assignment) is not
-    // loaded yet: open it from its store, members and all, as a new Kafka coordinator loads
-    // it from __consumer_offsets, rather than answer GROUP_ID_NOT_FOUND, which clients treat
-    // as fatal.
-    let group = if joining || shard.view.load().is_cluster() {
+    // A group that moved here in cluster mode is loaded from its store by `find`, members
+    // and all, as a new Kafka coordinator loads it from __consumer_offsets; only a group with
+    // no store is GROUP_ID_NOT_FOUND.
+    let group = if joining {
         shard.groups.find_or_create(group_id).await
     } else {
         shard
