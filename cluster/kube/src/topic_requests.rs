@@ -180,9 +180,9 @@ mod tests {
     }
 
     fn failure() -> KubeAdapterError {
-        KubeAdapterError::EpochNotAbove {
-            epoch: 1,
-            highest: 2,
+        KubeAdapterError::Namespace {
+            path: "/nowhere".into(),
+            source: std::io::Error::other("gone"),
         }
     }
 

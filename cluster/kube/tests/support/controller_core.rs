@@ -46,6 +46,7 @@ pub fn start_core(
         },
         applied: Box::new(|| None),
         on_assignment_changed: Box::new(|| {}),
+        tasks: Vec::new(),
     };
     ClusterCore::spawn(options, sources, hooks).expect("the cluster core starts")
 }
