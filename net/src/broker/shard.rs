@@ -146,4 +146,6 @@ impl Shard {
 }
 
 #[cfg(test)]
+pub(crate) mod test_support;
+#[cfg(test)]
 mod tests;

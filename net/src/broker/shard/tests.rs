@@ -1,14 +1,13 @@
 //! Tests of shard.rs: which partitions [`Shard::log`] opens.
 
-use std::net::SocketAddr;
 use std::path::Path;
 
-use kaas_engine::{EngineError, LogConfig, PartitionId, Storage};
+use kaas_engine::{EngineError, LogConfig, PartitionId};
 
+use super::test_support::{self, run};
 use super::*;
 use crate::broker::cluster_view::{ClusterView, TopicInfo};
 use crate::broker::topic_config::{TopicConfig, TopicDefaults};
-use crate::groups::config::GroupConfig;
 use crate::protocol::Uuid;
 
 const SHARDS: usize = 2;
@@ -26,37 +25,7 @@ fn topic(name: &str, partitions: i32) -> TopicInfo {
 
 /// Shard 0 of a standalone broker on `root`, whose view holds `topics`.
 fn shard_zero(root: &Path, topics: Vec<TopicInfo>) -> Rc<Shard> {
-    let storage = Storage::disk(root);
-    let listen: SocketAddr = "127.0.0.1:0".parse().expect("address");
-    let mut config = BrokerConfig::new(listen);
-    config.shards = SHARDS;
-    let view = Arc::new(ViewHandle::new(ClusterView::new(
-        "c".into(),
-        SHARDS,
-        topics,
-    )));
-    let (router, _inboxes) = Router::new(SHARDS);
-    Rc::new(Shard {
-        index: 0,
-        config: Arc::new(config),
-        storage: storage.clone(),
-        logs: Rc::new(LogManager::new(storage.clone())),
-        view: view.clone(),
-        router: Arc::new(router),
-        metrics: Arc::new(ShardMetrics::default()),
-        topic_changes: None,
-        producer_ids: None,
-        groups: Rc::new(GroupCoordinator::new(
-            0,
-            SHARDS,
-            storage,
-            GroupConfig::default(),
-            view,
-        )),
-        open_epochs: Default::default(),
-        fenced_closes: Default::default(),
-        append_turns: Default::default(),
-    })
+    test_support::shard_zero(root, ClusterView::new("c".into(), SHARDS, topics))
 }
 
 /// A partition of `topic` that shard 0 owns, and one that shard 1 owns.
@@ -69,20 +38,6 @@ fn owned_and_not(view: &ClusterView, topic: &str, partitions: i32) -> (i32, i32)
         .find(|p| owner(p) == 1)
         .expect("one on shard 1");
     (mine, theirs)
-}
-
-fn run(
-    test: impl FnOnce(std::path::PathBuf) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
-        + Send
-        + 'static,
-) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().to_path_buf();
-    glommio::LocalExecutorBuilder::default()
-        .spawn(move || test(root))
-        .expect("executor")
-        .join()
-        .expect("join");
 }
 
 #[test]

@@ -1,23 +1,13 @@
 //! Tests of partition_request.rs: what resolution answers, the owner's check, and the order
 //! of the gathered outputs.
 
-use std::net::SocketAddr;
-use std::path::Path;
-use std::sync::Arc;
-
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::command::ShardCommand;
 use kaas_cluster::ids::{BrokerId, LeaderEpoch, TopicName, TopicPartition};
-use kaas_engine::{LogManager, Storage};
 
 use super::*;
-use crate::broker::cluster_view::ViewHandle;
-use crate::broker::config::BrokerConfig;
-use crate::broker::metrics::ShardMetrics;
-use crate::broker::router::Router;
+use crate::broker::shard::test_support::{run, shard_zero};
 use crate::broker::topic_config::{TopicConfig, TopicDefaults};
-use crate::groups::config::GroupConfig;
-use crate::groups::coordinator::GroupCoordinator;
 use crate::protocol::Uuid;
 
 /// A one-shard view of broker 0: `t` has partition 0 led here at `epoch_0` and partition 1
@@ -98,51 +88,6 @@ fn a_resolved_partition_carries_the_epoch_it_was_resolved_at() {
     assert_eq!(owned.partition.leader_epoch, 5);
     assert_eq!(owned.partition.id, PartitionId::new("t", 0));
     assert_eq!(owned.input, "x");
-}
-
-/// Shard 0 of a one-shard broker on `root` following `view`.
-fn shard_zero(root: &Path, view: ClusterView) -> Rc<Shard> {
-    let storage = Storage::disk(root);
-    let listen: SocketAddr = "127.0.0.1:0".parse().expect("address");
-    let mut config = BrokerConfig::new(listen);
-    config.shards = 1;
-    let view = Arc::new(ViewHandle::new(view));
-    let (router, _inboxes) = Router::new(1);
-    Rc::new(Shard {
-        index: 0,
-        config: Arc::new(config),
-        storage: storage.clone(),
-        logs: Rc::new(LogManager::new(storage.clone())),
-        view: view.clone(),
-        router: Arc::new(router),
-        metrics: Arc::new(ShardMetrics::default()),
-        topic_changes: None,
-        producer_ids: None,
-        groups: Rc::new(GroupCoordinator::new(
-            0,
-            1,
-            storage,
-            GroupConfig::default(),
-            view,
-        )),
-        open_epochs: Default::default(),
-        fenced_closes: Default::default(),
-        append_turns: Default::default(),
-    })
-}
-
-fn run(
-    test: impl FnOnce(std::path::PathBuf) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>
-        + Send
-        + 'static,
-) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().to_path_buf();
-    glommio::LocalExecutorBuilder::default()
-        .spawn(move || test(root))
-        .expect("executor")
-        .join()
-        .expect("join");
 }
 
 fn partition_of_t(number: i32, epoch: i32) -> ResolvedPartition {
