@@ -10,9 +10,9 @@
 # a namespace of its own on the test API server (tests/kube-apiserver, built by
 # scripts/kube-apiserver.sh), the CRDs of deploy/crds, an EndpointSlice of three ready
 # brokers, three release `kaas` processes (pods kaas-0..2 on 127.32.<n>.1-3 with the default
-# ports, one shared data directory, `--assignment-source kube`, KUBECONFIG and POD_NAMESPACE
-# set) and a KafkaTopic of 6 partitions; waits until every broker leads partitions, then runs
-# tests/clients/python/cluster_failover.py `probe`: a librdkafka producer (idempotent,
+# ports, one shared data directory, `--assignment-source kube`, KUBECONFIG, POD_NAMESPACE and
+# MY_POD_IP set) and a KafkaTopic of 6 partitions; waits until every broker leads partitions,
+# then runs tests/clients/python/cluster_failover.py `probe`: a librdkafka producer (idempotent,
 # acks=all) already connected to every leader sends the signal itself and at once one record
 # to each partition the victim led. Reported per case, medians and ranges over the runs:
 #   assigned: signal -> an assignment.json in which other brokers lead all those partitions;
@@ -23,7 +23,9 @@
 #
 # Environment: KAAS_BIN (default: $CARGO_TARGET_DIR/release/kaas, built here with
 # `cargo build --release -p kaas`), CARGO_TARGET_DIR (default target/), PERF_WORK_DIR
-# (default /tmp/kaas-failover), KEEP_WORK=1 keeps the brokers' logs and data.
+# (default /tmp/kaas-failover), KEEP_WORK=1 keeps the brokers' logs and data, PERF_RUST_LOG
+# (default warn) is the brokers' RUST_LOG (e.g. `info` for the timestamps of a breakdown:
+# Lease acquired, brokers dialling in, assignment written).
 # Figures are only meaningful on a quiet machine; run it with nothing else building.
 set -euo pipefail
 
@@ -38,7 +40,7 @@ while [[ $# -gt 0 ]]; do
     --cases) cases="$2"; shift ;;
     --out) out="$2"; shift ;;
     --) shift; kaas_flags=("$@"); break ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
@@ -159,7 +161,7 @@ run_case() {
   } >"$dir/slice.yaml"
   kubectl apply -n "$ns" -f "$dir/slice.yaml" >/dev/null
   for id in 0 1 2; do
-    MY_POD_NAME="kaas-$id" POD_NAMESPACE="$ns" KUBECONFIG="$kubeconfig" RUST_LOG=warn \
+    MY_POD_NAME="kaas-$id" MY_POD_IP="$(ip $id)" POD_NAMESPACE="$ns" KUBECONFIG="$kubeconfig" RUST_LOG="${PERF_RUST_LOG:-warn}" \
       "$KAAS_BIN" --assignment-source kube --data-dir "$dir/data" \
       --listen "$(ip $id):9092" --admin-listen "$(ip $id):9644" \
       --heartbeat-listen "$(ip $id):9094" --advertised-host "$(ip $id)" \

@@ -362,6 +362,7 @@ impl World {
                     queue.push_back(Input::LeaseAcquired {
                         epoch: ControllerEpoch(self.lease.transitions),
                         renew_deadline: deadline,
+                        expired_holder: None,
                     });
                 } else {
                     self.procs[p].lease_epoch = None;
@@ -438,6 +439,7 @@ impl World {
             Input::LeaseAcquired {
                 epoch: ControllerEpoch(self.lease.transitions),
                 renew_deadline: deadline,
+                expired_holder: None,
             },
         )
     }

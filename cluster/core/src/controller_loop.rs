@@ -122,12 +122,18 @@ impl ControllerLoop {
             LeaseEvent::Acquired {
                 epoch,
                 renew_deadline,
+                expired_holder,
             } => {
-                tracing::info!(epoch = epoch.0, "acquired the controller Lease");
+                tracing::info!(
+                    epoch = epoch.0,
+                    expired_holder = expired_holder.map(|b| b.0),
+                    "acquired the controller Lease"
+                );
                 let renew_deadline = self.clock.at(renew_deadline);
                 self.feed(Input::LeaseAcquired {
                     epoch,
                     renew_deadline,
+                    expired_holder,
                 })
                 .await;
             }

@@ -30,6 +30,10 @@ pub enum LeaseEvent {
         epoch: ControllerEpoch,
         /// When this broker must stop writing unless renewed (monotonic).
         renew_deadline: Instant,
+        /// The broker whose Lease this one took over because it had expired (it did not
+        /// renew for a lease duration); `None` when the Lease was free, released, or this
+        /// broker's own. The new controller does not wait for it to dial in.
+        expired_holder: Option<BrokerId>,
     },
     /// A renewal succeeded; writes are allowed until the new deadline.
     Renewed {

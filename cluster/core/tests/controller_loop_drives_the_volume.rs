@@ -210,6 +210,7 @@ impl Harness {
         self.send_lease(LeaseEvent::Acquired {
             epoch: ControllerEpoch(epoch),
             renew_deadline,
+            expired_holder: None,
         });
         self.send_lease(LeaseEvent::Holder(Some(self.published())));
     }

@@ -54,7 +54,7 @@ pub struct LeaseRecord {
 }
 
 impl LeaseRecord {
-    fn from_lease(object: Lease) -> Self {
+    pub(crate) fn from_lease(object: Lease) -> Self {
         let spec = object.spec.clone().unwrap_or_default();
         Self {
             holder: spec.holder_identity.filter(|h| !h.is_empty()),

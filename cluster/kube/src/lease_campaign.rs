@@ -1,6 +1,6 @@
 //! The cluster core's [`LeaseSource`] on the `kaas-controller` Lease: one task on the
-//! core's runtime that reads the Lease every renew period, acquires it when it is free or
-//! expired, renews it while held, and reports [`LeaseEvent`]s.
+//! core's runtime that watches the Lease, reads it every renew period, acquires it when it
+//! is free or expired, renews it while held, and reports [`LeaseEvent`]s.
 //!
 //! When the Lease counts as free: it has no holder (never held, or released); or this
 //! broker's own identity holds it (an earlier run of this pod that died without releasing:
@@ -12,6 +12,15 @@
 //! nothing; the price is that a broker that starts while a dead holder's Lease is there
 //! waits one full lease duration.
 //!
+//! Observation is a watch of the Lease (field selector on its name): each version is seen
+//! when the API server delivers it, milliseconds after the holder wrote it, so the expiry
+//! clock starts then rather than at the next renew-period read, and a follower wakes exactly
+//! when the version it saw has gone unchanged for the lease duration ([`Observed::free_at`])
+//! and takes the Lease over at once. The watch also reports a new holder's heartbeat endpoint
+//! the moment it is written, so brokers dial a new controller without waiting for a read. The
+//! renew-period read stays, for a watch that is down or lagging; a version seen by both
+//! keeps the earlier sighting.
+//!
 //! Every acquisition raises `leaseTransitions` (the epoch), a re-acquisition by the same
 //! broker too; a renewal keeps it. The renew deadline reported with `Acquired` and `Renewed`
 //! is `sent + lease duration − renew period` on the monotonic clock, where `sent` is when the
@@ -20,6 +29,8 @@
 //! a lease duration since it saw it, which is after this broker sent the write that made it;
 //! so no other broker leads before `sent + lease duration`, and the renew period is the
 //! margin for the final rename and for clocks that tick at slightly different rates.
+//! `Acquired` names the holder taken over from when the Lease was taken because it expired
+//! (`expired_holder`): the new controller does not wait for that broker to dial in.
 //!
 //! A failed request is logged (naming the verb and the resource) and tried again at the next
 //! renew period; a holder keeps its term until its deadline (the controller stops writing
@@ -33,13 +44,18 @@
 
 use std::time::{Duration, Instant};
 
+use futures_util::{Stream, StreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
 use kaas_cluster::ids::ControllerEpoch;
 use kaas_cluster_core::{BoxFuture, LeaseEvent, LeaseSource};
 use kaas_cluster_heartbeat::ControllerEndpoint;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::context::SharedContext;
-use crate::error::KubeAdapterError;
+use crate::endpoint_slices::broker_id_of_pod;
+use crate::error::{describe, KubeAdapterError};
 use crate::error_log::ErrorLog;
 use crate::lease::{Candidate, ControllerLease, LeaseOutcome, LeaseRecord, LEASE_NAME};
 
@@ -109,6 +125,15 @@ impl LeaseSource for LeaseCampaign {
         match self.context.get() {
             Ok(context) => {
                 let lease = ControllerLease::named(&context, &self.options.lease_name);
+                let watch = lease_watch(
+                    kube::Api::namespaced(context.client.clone(), &context.namespace),
+                    &self.options.lease_name,
+                );
+                let resource = describe(
+                    "leases.coordination.k8s.io",
+                    Some(&self.options.lease_name),
+                    &context.namespace,
+                );
                 let campaign = Campaign {
                     candidate: Candidate {
                         identity: self.options.identity.clone(),
@@ -122,9 +147,12 @@ impl LeaseSource for LeaseCampaign {
                     observed: None,
                     quiet_until: None,
                     holder: None,
+                    woken_for: None,
                     errors: ErrorLog::new("controller Lease"),
+                    watch_errors: ErrorLog::new("controller Lease watch"),
+                    watch_resource: resource,
                 };
-                tokio::spawn(campaign.run(command_receiver));
+                tokio::spawn(campaign.run(command_receiver, watch));
             }
             Err(error) => {
                 tracing::error!(%error, "no Kubernetes client: this broker never campaigns for the controller Lease");
@@ -158,9 +186,28 @@ enum State {
 }
 
 /// The Lease version last seen and when this broker first saw it (monotonic).
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Observed {
     resource_version: String,
     since: Instant,
+    /// Its holder (`None`: free).
+    holder: Option<String>,
+    /// How long it must go unchanged to expire: the larger of this broker's lease duration
+    /// and the Lease's own.
+    duration: Duration,
+}
+
+impl Observed {
+    /// When a broker named `identity` may take this version of the Lease: at once when it
+    /// has no holder or `identity` holds it, else once it has gone unchanged for its
+    /// duration since it was first seen.
+    fn free_at(&self, identity: &str) -> Instant {
+        match self.holder.as_deref() {
+            None => self.since,
+            Some(holder) if holder == identity => self.since,
+            Some(_) => self.since + self.duration,
+        }
+    }
 }
 
 struct Campaign {
@@ -174,14 +221,42 @@ struct Campaign {
     quiet_until: Option<Instant>,
     /// The holder endpoint last reported (`None` before the first report).
     holder: Option<Option<ControllerEndpoint>>,
+    /// The version whose [`Observed::free_at`] wake-up already ran a round (one per version,
+    /// so a failed take-over is retried at the renew period, not in a loop).
+    woken_for: Option<String>,
     errors: ErrorLog,
+    watch_errors: ErrorLog,
+    watch_resource: String,
+}
+
+/// The Lease's watch: every version as the API server delivers it (errors are yielded and
+/// the watch restarted with kube's back-off).
+fn lease_watch(
+    api: kube::Api<Lease>,
+    name: &str,
+) -> impl Stream<Item = Result<Event<Lease>, watcher::Error>> + Send + 'static {
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    watcher::watcher(api, config).default_backoff()
 }
 
 impl Campaign {
-    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+    async fn run(
+        mut self,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+        watch: impl Stream<Item = Result<Event<Lease>, watcher::Error>> + Send + 'static,
+    ) {
         let mut rounds = tokio::time::interval(self.options.renew_period);
         rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut watch = Box::pin(watch.fuse());
         loop {
+            let wake = self.wake_at();
+            let wake_instant = wake.as_ref().map(|(at, _)| *at);
+            let expired = async move {
+                match wake_instant {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
@@ -193,8 +268,56 @@ impl Campaign {
                     // The source was dropped: the core stopped.
                     None => return,
                 },
+                Some(event) = watch.next() => self.watched(event),
+                () = expired => {
+                    self.woken_for = wake.map(|(_, version)| version);
+                    self.round().await;
+                }
                 _ = rounds.tick() => self.round().await,
             }
+        }
+    }
+
+    /// When a follower should try for the Lease next, outside the renew-period rounds: when
+    /// the version last seen becomes free (not before a release's quiet time ends), once per
+    /// version; with the version it is for.
+    fn wake_at(&self) -> Option<(Instant, String)> {
+        if matches!(self.state, State::Leading { .. }) {
+            return None;
+        }
+        let observed = self.observed.as_ref()?;
+        if self.woken_for.as_ref() == Some(&observed.resource_version) {
+            return None;
+        }
+        let at = observed.free_at(&self.candidate.identity);
+        let at = self.quiet_until.map_or(at, |quiet| at.max(quiet));
+        Some((at, observed.resource_version.clone()))
+    }
+
+    /// One watch event: a version of the Lease seen now.
+    fn watched(&mut self, event: Result<Event<Lease>, watcher::Error>) {
+        let event = match event {
+            Ok(event) => {
+                self.watch_errors.succeeded();
+                event
+            }
+            Err(source) => {
+                self.watch_errors.failed(&KubeAdapterError::Watch {
+                    resource: self.watch_resource.clone(),
+                    source,
+                });
+                return;
+            }
+        };
+        match event {
+            Event::Apply(lease) | Event::InitApply(lease) => {
+                let record = LeaseRecord::from_lease(lease);
+                self.see(&record, Instant::now());
+                self.report_holder(Some(&record));
+            }
+            // Gone: the next round creates it again.
+            Event::Delete(_) => self.report_holder(None),
+            Event::Init | Event::InitDone => {}
         }
     }
 
@@ -258,6 +381,11 @@ impl Campaign {
     /// Acquires (or, if held, re-acquires) the Lease at an epoch above `observed`'s and
     /// `floor`.
     async fn acquire(&mut self, observed: Option<&LeaseRecord>, floor: ControllerEpoch) {
+        // Taken because it expired: its holder has not renewed for a lease duration.
+        let expired_holder = observed
+            .and_then(|record| record.holder.as_deref())
+            .filter(|holder| *holder != self.candidate.identity)
+            .and_then(broker_id_of_pod);
         let sent = Instant::now();
         let outcome = request(
             &mut self.errors,
@@ -275,6 +403,7 @@ impl Campaign {
                 self.emit(LeaseEvent::Acquired {
                     epoch,
                     renew_deadline: self.options.deadline_after(sent),
+                    expired_holder,
                 });
                 self.report_holder(Some(&record));
             }
@@ -333,17 +462,16 @@ impl Campaign {
             self.observed = Some(Observed {
                 resource_version: record.resource_version.clone(),
                 since: at,
+                holder: record.holder.clone(),
+                duration: self.options.lease_duration.max(record.duration),
             });
         }
     }
 
     fn is_free(&self, record: &LeaseRecord) -> bool {
-        if record.holder.is_none() || record.is_held_by(&self.candidate.identity) {
-            return true;
-        }
-        let duration = self.options.lease_duration.max(record.duration);
         self.observed.as_ref().is_some_and(|seen| {
-            seen.resource_version == record.resource_version && seen.since.elapsed() >= duration
+            seen.resource_version == record.resource_version
+                && seen.free_at(&self.candidate.identity) <= Instant::now()
         })
     }
 

@@ -51,6 +51,10 @@ pub enum Input {
         epoch: ControllerEpoch,
         /// When the controller must stop writing unless renewed.
         renew_deadline: MonotonicMillis,
+        /// The broker whose Lease was taken over because it expired (it stopped renewing:
+        /// dead, paused or cut off). The first assignment does not wait for it to dial in,
+        /// even while the EndpointSlice still calls it ready.
+        expired_holder: Option<BrokerId>,
     },
     /// A renewal succeeded (same epoch); writes are allowed until the new deadline.
     LeaseRenewed {

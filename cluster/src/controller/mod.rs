@@ -15,7 +15,9 @@
 //! 3. **Waiting for brokers.** The first assignment is computed once the topics are known
 //!    (a [`Input::TopicsChanged`] arrived: before it, computing would delete every topic), at
 //!    least one broker is alive, and either every EndpointSlice-ready broker is connected or
-//!    [`ControllerConfig::startup_grace_ms`] has passed since the win. It is written even if
+//!    [`ControllerConfig::startup_grace_ms`] has passed since the win. The holder whose
+//!    expired Lease this term took over (`expired_holder`) is not waited for: it stopped
+//!    renewing, and the EndpointSlice may call it ready for a while. It is written even if
 //!    it says what the file on the volume says, to stamp `E` into it.
 //! 4. **Leading.** It computes again on every input that changes what it decides from
 //!    (the alive set, topics, groups, a fenced partition a broker reports, another
@@ -84,6 +86,8 @@ struct Term {
     epoch: ControllerEpoch,
     renew_deadline: MonotonicMillis,
     won_at: MonotonicMillis,
+    /// The holder whose expired Lease this term took over: not waited for.
+    expired_holder: Option<BrokerId>,
     stage: Stage,
 }
 
@@ -118,7 +122,8 @@ impl Controller {
             Input::LeaseAcquired {
                 epoch,
                 renew_deadline,
-            } => self.acquired(epoch, renew_deadline, &mut actions),
+                expired_holder,
+            } => self.acquired(epoch, renew_deadline, expired_holder, &mut actions),
             Input::LeaseRenewed { renew_deadline } => {
                 if let Some(term) = &mut self.term {
                     term.renew_deadline = renew_deadline;
@@ -225,6 +230,7 @@ impl Controller {
         &mut self,
         epoch: ControllerEpoch,
         renew_deadline: MonotonicMillis,
+        expired_holder: Option<BrokerId>,
         actions: &mut Vec<Action>,
     ) {
         if let Some(term) = &mut self.term {
@@ -247,6 +253,7 @@ impl Controller {
             epoch,
             renew_deadline,
             won_at: self.now,
+            expired_holder,
             stage: Stage::ReadingVolume,
         });
         actions.push(Action::ReadVolume);
@@ -330,8 +337,16 @@ impl Controller {
             let connected = self
                 .registry
                 .connected_ids(self.now, self.config.age_out_ms);
-            let all_ready_here = self
-                .ready
+            // The expired holder stopped renewing: it is not waited for, however long the
+            // EndpointSlice takes to call it unready.
+            let awaited: Option<BTreeSet<BrokerId>> = self.ready.as_ref().map(|ready| {
+                ready
+                    .iter()
+                    .filter(|id| Some(**id) != term.expired_holder)
+                    .copied()
+                    .collect()
+            });
+            let all_ready_here = awaited
                 .as_ref()
                 .is_some_and(|ready| !ready.is_empty() && ready.is_subset(&connected));
             let grace_over = self.now >= term.won_at.plus(self.config.startup_grace_ms);

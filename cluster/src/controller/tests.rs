@@ -94,6 +94,7 @@ impl Harness {
         let actions = self.feed(Input::LeaseAcquired {
             epoch: ControllerEpoch(epoch),
             renew_deadline: deadline,
+            expired_holder: None,
         });
         assert_eq!(actions, [Action::ReadVolume]);
         let actions = self.feed(Input::VolumeRead {
@@ -143,6 +144,7 @@ fn refuses_an_epoch_not_above_the_volumes_or_its_own() {
     let acquire = |epoch| Input::LeaseAcquired {
         epoch: ControllerEpoch(epoch),
         renew_deadline: MonotonicMillis(10_000),
+        expired_holder: None,
     };
     assert_eq!(fresh.step(now, acquire(5)), [Action::ReadVolume]);
     let read = Input::VolumeRead {
@@ -183,6 +185,7 @@ fn waits_for_topics_and_for_missing_ready_brokers_until_the_grace_ends() {
         Input::LeaseAcquired {
             epoch: ControllerEpoch(1),
             renew_deadline: at(60_000),
+            expired_holder: None,
         },
     );
     controller.step(
@@ -202,6 +205,49 @@ fn waits_for_topics_and_for_missing_ready_brokers_until_the_grace_ends() {
         written[0].brokers().keys().copied().collect::<Vec<_>>(),
         [BrokerId(0)]
     );
+}
+
+#[test]
+fn the_holder_whose_expired_lease_was_taken_over_is_not_waited_for() {
+    // Brokers 1 and 2 are here; broker 0, the old controller, stopped renewing but the
+    // EndpointSlice still calls it ready.
+    let first_write_at = |expired_holder: Option<BrokerId>| {
+        let mut controller = Controller::new(ControllerConfig::default());
+        let at = |ms| MonotonicMillis(ms);
+        controller.step(at(0), ping(1, None));
+        controller.step(at(0), ping(2, None));
+        controller.step(at(0), ready(&[0, 1, 2]));
+        controller.step(at(0), Input::TopicsChanged(topics(&[("t", 3)])));
+        controller.step(
+            at(0),
+            Input::LeaseAcquired {
+                epoch: ControllerEpoch(2),
+                renew_deadline: at(60_000),
+                expired_holder,
+            },
+        );
+        controller.step(
+            at(5),
+            Input::VolumeRead {
+                recorded_epoch: Some(ControllerEpoch(1)),
+                assignment: None,
+            },
+        );
+        let mut written =
+            writes(&controller.step(at(10), Input::EpochRecorded(ControllerEpoch(2))));
+        let mut now = if written.is_empty() { 0 } else { 10 };
+        while written.is_empty() && now < 5_000 {
+            now += 100;
+            written = writes(&controller.step(at(now), Input::Tick));
+        }
+        let brokers: Vec<i32> = written[0].brokers().keys().map(|b| b.0).collect();
+        (now, brokers)
+    };
+    assert_eq!(first_write_at(Some(BrokerId(0))), (10, vec![1, 2]));
+    // Not knowing who held it, the controller waits out the grace for broker 0.
+    assert_eq!(first_write_at(None), (2_000, vec![1, 2]));
+    // Any other broker still missing is waited for.
+    assert_eq!(first_write_at(Some(BrokerId(7))), (2_000, vec![1, 2]));
 }
 
 #[test]
