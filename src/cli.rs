@@ -46,6 +46,11 @@ pub struct Cli {
     /// stream to it); unused by a standalone broker.
     #[arg(long, env = "KAAS_HEARTBEAT_LISTEN", default_value = "0.0.0.0:9094")]
     pub heartbeat_listen: SocketAddr,
+    /// Host the controller publishes on the `kaas-controller` Lease for brokers to dial its
+    /// heartbeat server at (default: `MY_POD_IP`, the pod's IP from the downward API, so
+    /// reaching a new controller needs no DNS record; else the advertised host).
+    #[arg(long, env = "KAAS_HEARTBEAT_ADVERTISED_HOST")]
+    pub heartbeat_advertised_host: Option<String>,
     /// Data directory.
     #[arg(long, env = "KAAS_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
@@ -131,6 +136,7 @@ impl Cli {
             }
             self.check_heartbeat_listen()?;
             if self.assignment_source == AssignmentSource::Kube {
+                self.check_heartbeat_host(&config.advertised_host)?;
                 self.check_lease_timing()?;
             }
             config.node_id = broker_id;
@@ -153,6 +159,37 @@ impl Cli {
         config.groups = self.groups.group_config();
         config.cleaner = self.cleaner.cleaner_config();
         Ok(config)
+    }
+
+    /// The host this broker's heartbeat server is published at: `--heartbeat-advertised-host`,
+    /// else `MY_POD_IP`, else `advertised_host` (the Kafka advertised host).
+    pub fn heartbeat_host(&self, advertised_host: &str) -> String {
+        self.heartbeat_host_with(std::env::var("MY_POD_IP").ok(), advertised_host)
+    }
+
+    /// [`Cli::heartbeat_host`] with `MY_POD_IP`'s value given (unset or empty: none).
+    fn heartbeat_host_with(&self, pod_ip: Option<String>, advertised_host: &str) -> String {
+        self.heartbeat_advertised_host
+            .clone()
+            .or(pod_ip)
+            .filter(|host| !host.is_empty())
+            .unwrap_or_else(|| advertised_host.to_owned())
+    }
+
+    /// The heartbeat host must be one brokers can read back from the Lease (a host name or
+    /// IP address, IPv6 without brackets).
+    fn check_heartbeat_host(&self, advertised_host: &str) -> Result<(), String> {
+        let host = self.heartbeat_host(advertised_host);
+        let published = kaas_cluster_heartbeat::ControllerEndpoint::new(host.clone(), 9094);
+        match published
+            .to_string()
+            .parse::<kaas_cluster_heartbeat::ControllerEndpoint>()
+        {
+            Ok(read_back) if read_back == published => Ok(()),
+            _ => Err(format!(
+                "heartbeat host {host:?} (--heartbeat-advertised-host, else MY_POD_IP, else the advertised host) is not a host name or IP address"
+            )),
+        }
     }
 
     /// The Lease's timing: a whole second at least (the API server's smallest duration), and
@@ -289,6 +326,37 @@ mod tests {
                 file.broker_config(Some("kaas-0")).is_ok(),
                 "no Lease with file"
             );
+        }
+    }
+
+    #[test]
+    fn the_heartbeat_host_is_the_flag_else_the_pod_ip_else_the_advertised_host() {
+        let default = Cli::parse_from(["kaas"]);
+        let pod_ip = || Some("10.4.2.17".to_owned());
+        assert_eq!(
+            default.heartbeat_host_with(pod_ip(), "kaas-0.kaas-headless.ns.svc"),
+            "10.4.2.17"
+        );
+        assert_eq!(
+            default.heartbeat_host_with(None, "kaas-0.kaas-headless.ns.svc"),
+            "kaas-0.kaas-headless.ns.svc"
+        );
+        assert_eq!(
+            default.heartbeat_host_with(Some(String::new()), "127.31.4.2"),
+            "127.31.4.2",
+            "an empty MY_POD_IP is none"
+        );
+        let chosen = Cli::parse_from(["kaas", "--heartbeat-advertised-host", "fd00::7"]);
+        assert_eq!(chosen.heartbeat_host_with(pod_ip(), "h"), "fd00::7");
+        assert!(
+            chosen.check_heartbeat_host("h").is_ok(),
+            "IPv6 is bracketed"
+        );
+        for bad in ["a b", "[fd00::7]", "h:9094"] {
+            let cli = Cli::parse_from(["kaas", "--heartbeat-advertised-host", bad]);
+            let refused = cli.broker_config(Some("kaas-0")).expect_err(bad);
+            assert!(refused.contains("heartbeat host"), "{refused}");
+            assert!(cli.broker_config(None).is_ok(), "standalone ignores it");
         }
     }
 

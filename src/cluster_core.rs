@@ -100,7 +100,7 @@ pub fn start(
     let options = CoreOptions::new(
         &cluster_dir(data_dir),
         cli.heartbeat_listen,
-        &config.advertised_host,
+        &cli.heartbeat_host(&config.advertised_host),
     );
     ClusterCore::spawn(options, sources, hooks).context("starting the cluster core")
 }

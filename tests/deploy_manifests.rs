@@ -63,6 +63,7 @@ fn deploy_renders_every_object_with_the_io_uring_settings() {
         "- IPC_LOCK",
         "fieldPath: metadata.name",
         "fieldPath: metadata.namespace",
+        "fieldPath: status.podIP",
         "path: /readyz",
         "resource: limits.cpu",
         "containerPort: 9092",

@@ -69,6 +69,9 @@ impl Broker {
         let mut command = Command::new(env!("CARGO_BIN_EXE_kaas"));
         command
             .env("MY_POD_NAME", format!("kaas-{}", self.id))
+            // As the StatefulSet's downward API does: the heartbeat endpoint the controller
+            // publishes is this address, not the advertised host.
+            .env("MY_POD_IP", self.kafka.ip().to_string())
             .env("RUST_LOG", "warn")
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .args(["--listen", &self.kafka.to_string()])
