@@ -547,4 +547,22 @@ mod tests {
         );
         assert_eq!(short.request_timeout(), Duration::from_secs(1));
     }
+
+    #[test]
+    fn a_version_held_by_another_is_free_one_duration_after_it_was_first_seen() {
+        let seen = Instant::now();
+        let observed = |holder: Option<&str>| Observed {
+            resource_version: "41".into(),
+            since: seen,
+            holder: holder.map(str::to_owned),
+            duration: Duration::from_secs(15),
+        };
+        assert_eq!(
+            observed(Some("kaas-0")).free_at("kaas-1"),
+            seen + Duration::from_secs(15)
+        );
+        // Free, or this pod's own from an earlier run: at once.
+        assert_eq!(observed(None).free_at("kaas-1"), seen);
+        assert_eq!(observed(Some("kaas-1")).free_at("kaas-1"), seen);
+    }
 }
