@@ -18,6 +18,7 @@ pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;
 pub mod offset_index;
+pub mod producer_id_claims;
 pub mod producer_state;
 mod read_ahead;
 pub mod record_timestamps;
