@@ -31,6 +31,7 @@ pub mod storage;
 mod tail_cache;
 mod takeover;
 pub mod time_index;
+pub mod topic_incarnation;
 
 pub use config::{LogConfig, TimestampType};
 pub use error::{EngineError, Result};
