@@ -25,6 +25,9 @@ pub struct Broker {
     child: Option<Child>,
     /// Between [`Broker::pause`] and [`Broker::resume`].
     pub paused: bool,
+    /// Where the process's stderr (its log) goes, appended across restarts; `None`: the
+    /// test's own stderr.
+    pub log: Option<PathBuf>,
 }
 
 impl Broker {
@@ -39,6 +42,7 @@ impl Broker {
             env: Vec::new(),
             child: None,
             paused: false,
+            log: None,
         }
     }
 
@@ -62,6 +66,7 @@ impl Broker {
             env: env.to_vec(),
             child: None,
             paused: false,
+            log: None,
         }
     }
 
@@ -80,15 +85,33 @@ impl Broker {
         if let Some(heartbeat) = self.heartbeat {
             command.args(["--heartbeat-listen", &heartbeat.to_string()]);
         }
+        let stderr = match &self.log {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .expect("open the broker's log"),
+            ),
+            None => Stdio::inherit(),
+        };
         let child = command
             .arg("--data-dir")
             .arg(&self.data_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn kaas");
         self.child = Some(child);
+    }
+
+    /// What the broker logged so far (empty without [`Broker::log`]).
+    pub fn log_text(&self) -> String {
+        self.log
+            .as_ref()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .unwrap_or_default()
     }
 
     /// Whether the process runs (paused counts as running).
