@@ -463,12 +463,25 @@ impl Drop for ClientRun {
 /// The Java `cluster-moves` scenario (tests/clients/java, ClusterMoves.java): an idempotent
 /// producer of `records` records and a consumer in `group`, on `topic`, at once.
 pub fn java_cluster_moves(bootstrap: &str, topic: &str, group: &str, records: usize) -> ClientRun {
+    java_cluster_moves_paced(bootstrap, topic, group, records, 4)
+}
+
+/// [`java_cluster_moves`] with `pace_ms` between two sends (`kaas.cluster.pace-ms`), so the
+/// run spans as long as the test needs (about `records × pace_ms`).
+pub fn java_cluster_moves_paced(
+    bootstrap: &str,
+    topic: &str,
+    group: &str,
+    records: usize,
+    pace_ms: u64,
+) -> ClientRun {
     let jar = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/clients/java/target/kaas-java-scenarios.jar");
     let mut command = Command::new("java");
     command
         .arg(format!("-Dkaas.cluster.topic={topic}"))
         .arg(format!("-Dkaas.cluster.group={group}"))
+        .arg(format!("-Dkaas.cluster.pace-ms={pace_ms}"))
         .arg("-jar")
         .arg(jar)
         .args(["--bootstrap", bootstrap, "--scenario", "cluster-moves"])
