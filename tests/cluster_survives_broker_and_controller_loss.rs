@@ -122,9 +122,9 @@ fn has_topic(assignment: &Assignment) -> bool {
 
 /// The Java client's group (its consumer commits in it; cluster_moves.py checks it).
 const JAVA_GROUP: &str = "billing-java";
-/// The Java producer's records and the pause between two sends: about 50 s of sending,
+/// The Java producer's records and the pause between two sends: about 40 s of sending,
 /// most of the test's steps, and done before the end so the test does not wait for it.
-const JAVA_RECORDS: usize = 2500;
+const JAVA_RECORDS: usize = 2000;
 const JAVA_PACE_MS: u64 = 20;
 
 /// The running clients and their files.
