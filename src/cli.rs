@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use kaas_net::broker::config::{BrokerConfig, ClusterSettings};
+use kaas_net::broker::producer_expiration::ProducerExpiration;
 use kaas_net::broker::topic_config::TopicDefaults;
 
 /// A Kafka-compatible streaming broker. With no flags: a persistent single broker, data in
@@ -81,6 +82,16 @@ pub struct Cli {
     /// Default `max.message.bytes` of topics (`message.max.bytes`).
     #[arg(long, env = "KAAS_MESSAGE_MAX_BYTES", default_value_t = 1_048_588)]
     pub message_max_bytes: i64,
+    /// How long an idempotent producer may stay idle before its partitions forget it
+    /// (`producer.id.expiration.ms`, Kafka's default: one day).
+    #[arg(long, env = "KAAS_PRODUCER_ID_EXPIRATION_MS", default_value_t = 86_400_000,
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub producer_id_expiration_ms: i32,
+    /// How often each shard looks for idle producers
+    /// (`producer.id.expiration.check.interval.ms`, Kafka's default: ten minutes).
+    #[arg(long, env = "KAAS_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS", default_value_t = 600_000,
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub producer_id_expiration_check_interval_ms: i32,
     /// Consumer group settings.
     #[command(flatten)]
     pub groups: crate::group_flags::GroupFlags,
@@ -158,6 +169,10 @@ impl Cli {
         };
         config.groups = self.groups.group_config();
         config.cleaner = self.cleaner.cleaner_config();
+        config.producer_expiration = ProducerExpiration {
+            expiration_ms: self.producer_id_expiration_ms,
+            check_interval_ms: self.producer_id_expiration_check_interval_ms,
+        };
         Ok(config)
     }
 

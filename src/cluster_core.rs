@@ -17,15 +17,22 @@ use kaas_net::broker::server::{cluster_dir, Broker};
 
 use crate::cli::{AssignmentSource, Cli};
 
-/// The sources of the cluster core, or `None` when this broker does not run one (standalone,
-/// or `--assignment-source file`). Checked before the broker starts, so a broker that cannot
+/// What the cluster core runs on Kubernetes: its sources and the one client context they
+/// share with the KafkaTopic service (one configuration inference, one connection pool).
+pub struct KubeCore {
+    sources: Sources,
+    context: SharedContext,
+}
+
+/// The cluster core's Kubernetes side, or `None` when this broker does not run one
+/// (standalone, or `--assignment-source file`). Checked before the broker starts, so a broker that cannot
 /// reach Kubernetes (no configuration, no API server, a missing RBAC rule or CRD) never
 /// serves: the error names the verb and the resource that failed.
 pub fn sources(
     cli: &Cli,
     config: &BrokerConfig,
     pod_name: Option<&str>,
-) -> anyhow::Result<Option<Sources>> {
+) -> anyhow::Result<Option<KubeCore>> {
     let (Some(_), Some(pod_name)) = (&config.cluster, pod_name) else {
         return Ok(None);
     };
@@ -46,11 +53,11 @@ pub fn sources(
                 Duration::from_millis(cli.lease_duration_ms),
                 Duration::from_millis(cli.lease_renew_period_ms),
             );
-            Ok(Some(kube_sources(
-                SharedContext::from_environment(environment),
-                campaign,
-                &cli.service_name,
-            )))
+            let context = SharedContext::from_environment(environment);
+            Ok(Some(KubeCore {
+                sources: kube_sources(context.clone(), campaign, &cli.service_name),
+                context,
+            }))
         }
     }
 }
@@ -60,8 +67,9 @@ pub fn start(
     cli: &Cli,
     config: &BrokerConfig,
     broker: &Broker,
-    sources: Sources,
+    kube: KubeCore,
 ) -> anyhow::Result<ClusterCore> {
+    let KubeCore { sources, context } = kube;
     let (Some(cluster), Some(data_dir)) = (&config.cluster, &config.data_dir) else {
         bail!("the cluster core runs only in cluster mode, on a data directory");
     };
@@ -86,12 +94,13 @@ pub fn start(
                 nudger.nudge();
             }
         }),
-        // This broker's topic changes become KafkaTopic changes, on the core's runtime.
+        // This broker's topic changes become KafkaTopic changes, on the core's runtime and
+        // the sources' client.
         tasks: broker
             .serve_topic_changes()
             .map(|requests| {
-                Box::pin(kaas_cluster_kube::topic_requests::serve_from_environment(
-                    requests,
+                Box::pin(kaas_cluster_kube::topic_requests::serve_shared(
+                    context, requests,
                 )) as BoxFuture
             })
             .into_iter()

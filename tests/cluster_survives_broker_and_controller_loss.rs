@@ -4,7 +4,9 @@
 //! controller on the Lease, which assigns the partitions of a `KafkaTopic` applied with
 //! kubectl. Real librdkafka clients (tests/clients/python/cluster_failover.py) keep producing
 //! (idempotent, acks=all) and consuming in two groups, one classic and one KIP-848
-//! (`group.protocol=consumer`), committing every record, while:
+//! (`group.protocol=consumer`), committing every record, and beside them the Java client
+//! (the `cluster-moves` scenario: an idempotent producer and a committing classic group of its
+//! own, on the same topic) does the same, while:
 //!
 //! 1. a broker that is not the controller is killed with `kill -9`: the controller sees its
 //!    heartbeat stream break and moves exactly its partitions to the others; the broker
@@ -17,10 +19,12 @@
 //!    partitions move although its heartbeat is fine; ready again, it gets some back.
 //!
 //! After each step the producer's acknowledgements advance again and both groups' committed
-//! offsets are at least what they were before it. At the end every acknowledged record is in
-//! the log exactly once at its acknowledged offset (cluster_moves.py `verify`), each group
-//! consumed every acknowledged record and no record again after its commit succeeded, its
-//! committed offsets are its final positions, and `kubectl get kafkaclusterassignments`
+//! offsets are at least what they were before it. At the end every record either producer
+//! acknowledged is in the log exactly once at its acknowledged offset (cluster_moves.py
+//! `verify`), each librdkafka group consumed every acknowledged record of both producers and
+//! no record again after its commit succeeded, its committed offsets are its final positions;
+//! the Java group read every Java record and its committed offsets are at least its last
+//! commits (cluster_moves.py `consume --check`); and `kubectl get kafkaclusterassignments`
 //! shows the epoch and version of `assignment.json`.
 
 mod support;
@@ -35,7 +39,7 @@ use std::time::{Duration, Instant};
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::BrokerId;
 use kube_cluster::{Endpoint, KubeCluster};
-use support::cluster::{cluster_moves, finish, run};
+use support::cluster::{cluster_moves, finish, java_cluster_moves_paced, run, ClientRun};
 
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 6;
@@ -116,12 +120,20 @@ fn has_topic(assignment: &Assignment) -> bool {
     })
 }
 
+/// The Java client's group (its consumer commits in it; cluster_moves.py checks it).
+const JAVA_GROUP: &str = "billing-java";
+/// The Java producer's records and the pause between two sends: about 40 s of sending,
+/// most of the test's steps, and done before the end so the test does not wait for it.
+const JAVA_RECORDS: usize = 2000;
+const JAVA_PACE_MS: u64 = 20;
+
 /// The running clients and their files.
 struct Clients {
     bootstrap: String,
     dir: PathBuf,
     producer: Option<Child>,
     consumers: Vec<(&'static str, Child)>,
+    java: Option<ClientRun>,
 }
 
 const GROUPS: [(&str, &str); 2] = [
@@ -140,6 +152,7 @@ impl Clients {
             dir: dir.to_path_buf(),
             producer: None,
             consumers: Vec::new(),
+            java: None,
         };
         let partitions = PARTITIONS.to_string();
         let producer = role(
@@ -171,7 +184,7 @@ impl Clients {
                     "--protocol",
                     protocol,
                     "--acked",
-                    path(&clients.file("acked.txt")),
+                    path(&clients.file("acked-all.txt")),
                     "--progress",
                     path(&clients.file(group)),
                 ],
@@ -180,6 +193,15 @@ impl Clients {
             .expect("spawn a consumer");
             clients.consumers.push((group, consumer));
         }
+        let mut java = java_cluster_moves_paced(
+            &clients.bootstrap,
+            TOPIC,
+            JAVA_GROUP,
+            JAVA_RECORDS,
+            JAVA_PACE_MS,
+        );
+        java.wait_for_line("PRODUCING");
+        clients.java = Some(java);
         clients
     }
 
@@ -225,10 +247,30 @@ impl Clients {
         }
     }
 
-    /// Stops the producer and waits for every client's verdict.
+    /// Stops the producer and waits for every client's verdict. The librdkafka groups are
+    /// given every record either producer acknowledged (`acked-all.txt`, written whole once
+    /// both are done), which is also what `verify` checks; the Java group's last commits go
+    /// to `committed-java.txt`.
     fn finish(&mut self) {
         std::fs::write(self.file("stop"), b"").expect("stop file");
         finish(self.producer.take().expect("producer"), "producing");
+        let java = self.java.take().expect("the Java client").finish();
+        assert_eq!(
+            java.acked.lines().count(),
+            JAVA_RECORDS,
+            "the Java producer's acknowledgements"
+        );
+        assert!(
+            !java.committed.is_empty(),
+            "the Java group committed nothing"
+        );
+        let mut all = std::fs::read_to_string(self.file("acked.txt")).expect("acked.txt");
+        all.push_str(&java.acked);
+        let partial = self.file("acked-all.txt.partial");
+        std::fs::write(&partial, all).expect("write the acknowledged records");
+        std::fs::rename(&partial, self.file("acked-all.txt")).expect("rename acked-all.txt");
+        std::fs::write(self.file("committed-java.txt"), &java.committed)
+            .expect("write the Java group's commits");
         for (group, consumer) in self.consumers.drain(..) {
             finish(consumer, &format!("consuming in group {group}"));
         }
@@ -366,8 +408,20 @@ fn acked_records_and_commits_survive_broker_kill_controller_kill_and_pause() {
     clients.finish();
     let partitions = PARTITIONS.to_string();
     let mut verify = cluster_moves(&bootstrap, TOPIC, &["verify", "--partitions", &partitions]);
-    verify.arg("--acked").arg(clients.file("acked.txt"));
-    run(verify, "every acknowledged record once in the log");
+    verify.arg("--acked").arg(clients.file("acked-all.txt"));
+    run(
+        verify,
+        "every acknowledged record (librdkafka's and Java's) once in the log",
+    );
+    let mut java_commits = cluster_moves(
+        &bootstrap,
+        TOPIC,
+        &["consume", "--group", JAVA_GROUP, "--check"],
+    );
+    java_commits
+        .arg("--committed")
+        .arg(clients.file("committed-java.txt"));
+    run(java_commits, "the Java group's committed offsets");
 
     // The mirror shows the assignment on the volume (fire-and-forget: it may lag a moment).
     let deadline = Instant::now() + REACT;

@@ -1,6 +1,7 @@
 //! Start-up diagnosis: each environment problem is provoked for real (a memlock limit set
 //! with `prlimit`, a ramfs data directory, an assignment naming brokers that never wrote to
-//! this volume) and the real binary must exit with that problem's code and a message naming
+//! this volume, the mount table of an NFS mount with its default caching) and the real binary
+//! must exit with that problem's code and a message naming
 //! the cause and the fix, before any shard starts. The seccomp case is in
 //! `seccomp_profile.rs` (it needs the profile wrapper).
 
@@ -177,5 +178,79 @@ fn a_volume_without_the_other_brokers_markers_is_not_shared() {
         &["env", "MY_POD_NAME=kaas-0", "KAAS_ASSIGNMENT_SOURCE=file"],
         &fresh_data,
     );
+    starts_and_stops(&mut command, admin);
+}
+
+/// A kaas command (cluster mode, file source) that sees `mount_table` as its
+/// `/proc/self/mountinfo`: bind-mounted over it in a private mount namespace, then exec'd,
+/// so the real binary reads the table an NFS mount of its data directory would show. (This
+/// kernel has no NFS client, so a real NFS mount cannot be made here.)
+fn kaas_seeing_mounts(mount_table: &Path, data: &Path) -> (Command, std::net::SocketAddr) {
+    let table = mount_table.to_str().expect("utf-8 path");
+    kaas(
+        &[
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            r#"mount --bind "$0" /proc/$$/mountinfo && exec "$@""#,
+            table,
+            "env",
+            "MY_POD_NAME=kaas-0",
+            "KAAS_ASSIGNMENT_SOURCE=file",
+        ],
+        data,
+    )
+}
+
+/// This machine's mount table plus an NFS 4.2 mount of `point` with `options`.
+fn mount_table_with_nfs(dir: &Path, point: &Path, options: &str) -> std::path::PathBuf {
+    let mut table = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    let point = std::fs::canonicalize(point).expect("canonical");
+    table.push_str(&format!(
+        "4242 1 0:4242 / {} rw,relatime shared:4242 - nfs4 nfs.example:/kaas {options}\n",
+        point.display()
+    ));
+    let path = dir.join(format!("mountinfo-{}", table.len()));
+    std::fs::write(&path, table).expect("write mount table");
+    path
+}
+
+#[test]
+fn an_nfs_volume_with_lookup_caching_is_refused_in_cluster_mode() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+
+    // NFS's defaults: lookupcache=all and directory attribute caching, as mountinfo lists them.
+    let defaults = mount_table_with_nfs(
+        dir.path(),
+        &data,
+        "rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys",
+    );
+    let (mut command, _) = kaas_seeing_mounts(&defaults, &data);
+    let (code, stderr) = run_to_exit(&mut command);
+    assert_eq!(code, Some(14), "{stderr}");
+    assert!(stderr.contains("breaks the partition fence"), "{stderr}");
+    assert!(stderr.contains("lookupcache=none"), "{stderr}");
+    assert!(stderr.contains("actimeo=0"), "{stderr}");
+
+    // Only the lookup cache turned off: the attribute caching is still named.
+    let lookups_off = mount_table_with_nfs(dir.path(), &data, "rw,vers=4.2,lookupcache=none");
+    let (mut command, _) = kaas_seeing_mounts(&lookups_off, &data);
+    let (code, stderr) = run_to_exit(&mut command);
+    assert_eq!(code, Some(14), "{stderr}");
+    assert!(!stderr.contains("it lacks lookupcache=none"), "{stderr}");
+    assert!(stderr.contains("actimeo=0"), "{stderr}");
+
+    // Mounted as the README asks (lookupcache=none,actimeo=0): kaas starts.
+    let coherent = mount_table_with_nfs(
+        dir.path(),
+        &data,
+        "rw,vers=4.2,hard,acregmin=0,acregmax=0,acdirmin=0,acdirmax=0,lookupcache=none",
+    );
+    let (mut command, admin) = kaas_seeing_mounts(&coherent, &data);
     starts_and_stops(&mut command, admin);
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 
 /// A Kafka topic id (base64url, 22 characters) for the benchmark's topic.
-const TOPIC_ID: &str = "ASNFZ4mrze_-3LqYdlQyEA";
+pub const TOPIC_ID: &str = "ASNFZ4mrze_-3LqYdlQyEA";
 
 /// A free port on loopback (the kernel's choice).
 pub fn free_port() -> anyhow::Result<u16> {

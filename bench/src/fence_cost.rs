@@ -19,7 +19,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde::Serialize;
 
-use crate::cluster_broker::{free_port, write_assignment, ClusterBroker};
+use crate::cluster_broker::{free_port, write_assignment, ClusterBroker, TOPIC_ID};
 use crate::machine::{git_revision, unix_time, MachineInfo};
 use crate::report::median;
 
@@ -226,9 +226,10 @@ pub fn fence_cost_command(args: &FenceCostArgs) -> anyhow::Result<()> {
             );
             rounds.push(row);
         }
+        // Cluster mode names a partition's directory after its topic id too.
         let claimed = cluster_dir
             .join("topics")
-            .join(TOPIC)
+            .join(format!("{TOPIC}@{TOPIC_ID}"))
             .join("0")
             .join("claims")
             .is_dir();

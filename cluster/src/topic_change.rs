@@ -57,13 +57,23 @@ pub enum TopicChange {
         /// The new partition count, which must be above the current one.
         count: i32,
     },
-    /// Change a topic's config overrides (AlterConfigs, IncrementalAlterConfigs): the keys the
-    /// request changed, each set (`Some`) or removed (`None`); keys not named stay as they are.
+    /// Change a topic's config overrides (IncrementalAlterConfigs): the keys the request
+    /// changed, each set (`Some`) or removed (`None`); keys not named stay as they are.
     AlterConfigs {
         /// The topic.
         topic: TopicName,
         /// The changed keys.
         configs: BTreeMap<String, Option<String>>,
+    },
+    /// Replace a topic's config overrides as a whole (legacy AlterConfigs): `configs` is the
+    /// new full set, and a key it does not name goes back to its default, whoever set it.
+    /// The server replaces the stored set itself, so no diff against the sending broker's
+    /// (possibly stale) view is involved.
+    ReplaceConfigs {
+        /// The topic.
+        topic: TopicName,
+        /// Every override the topic has afterwards.
+        configs: BTreeMap<String, String>,
     },
 }
 
@@ -74,7 +84,8 @@ impl TopicChange {
             TopicChange::Create { topic, .. }
             | TopicChange::Delete { topic }
             | TopicChange::AddPartitions { topic, .. }
-            | TopicChange::AlterConfigs { topic, .. } => topic,
+            | TopicChange::AlterConfigs { topic, .. }
+            | TopicChange::ReplaceConfigs { topic, .. } => topic,
         }
     }
 }

@@ -18,6 +18,7 @@ pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;
 pub mod offset_index;
+pub mod producer_id_claims;
 pub mod producer_state;
 mod read_ahead;
 pub mod record_timestamps;
@@ -30,6 +31,7 @@ pub mod storage;
 mod tail_cache;
 mod takeover;
 pub mod time_index;
+pub mod topic_incarnation;
 
 pub use config::{LogConfig, TimestampType};
 pub use error::{EngineError, Result};

@@ -368,6 +368,14 @@ impl PartitionLog {
         state.producers.entries().into_iter().cloned().collect()
     }
 
+    /// Forgets the idempotent producers idle for `expiration_ms` at `now_ms` (Kafka's
+    /// `producer.id.expiration.ms`, [`ProducerStateTable::remove_expired`]); returns how many.
+    /// Only memory changes: the next producer-state snapshot leaves them out.
+    pub fn remove_expired_producers(&self, now_ms: i64, expiration_ms: i64) -> usize {
+        let mut state = self.shared.state.borrow_mut();
+        state.producers.remove_expired(now_ms, expiration_ms)
+    }
+
     /// Number of segments.
     pub fn segment_count(&self) -> usize {
         self.shared.state.borrow().segments.len()

@@ -168,6 +168,19 @@ impl LogManager {
         epoch: u32,
     ) -> Result<PartitionLog> {
         let dir = id.dir()?;
+        self.open_in_dir(id, &dir, config, epoch).await
+    }
+
+    /// Like [`LogManager::open_at_epoch`], with the partition's files in `dir` (relative to
+    /// the storage root) instead of [`PartitionId::dir`]: cluster mode names the directory
+    /// after the topic's id as well ([`crate::topic_incarnation`]).
+    pub async fn open_in_dir(
+        &self,
+        id: &PartitionId,
+        dir: &std::path::Path,
+        config: LogConfig,
+        epoch: u32,
+    ) -> Result<PartitionLog> {
         loop {
             let waiter = {
                 let mut slots = self.slots.borrow_mut();
@@ -192,7 +205,7 @@ impl LogManager {
                 None => break,
             }
         }
-        let result = PartitionLog::open_at_epoch(&self.storage, &dir, config, epoch).await;
+        let result = PartitionLog::open_at_epoch(&self.storage, dir, config, epoch).await;
         let waiters = {
             let mut slots = self.slots.borrow_mut();
             let previous = match &result {

@@ -22,6 +22,15 @@
 //! The table can be capped ([`ProducerStateTable::with_max_producers`]); beyond the cap the least
 //! recently appended-to producer is forgotten, which only makes a later check more lenient.
 //!
+//! A producer idle for `producer.id.expiration.ms` is forgotten
+//! ([`ProducerStateTable::remove_expired`], which the broker runs every
+//! `producer.id.expiration.check.interval.ms`), as Kafka's
+//! `ProducerStateManager.removeExpiredProducers` forgets it: expired when `now - last
+//! timestamp >= expiration`, the last timestamp being the max timestamp of its last batch.
+//! Its next batch is then that of a producer the partition does not know (accepted at any
+//! sequence, as Kafka 4.4 accepts it), and a retry of one of its old batches is no longer
+//! recognised.
+//!
 //! A producer is **not** forgotten when the log start offset passes its batches (retention,
 //! DeleteRecords): Apache Kafka keeps the state then too (KIP-360), so the producer's next
 //! batch must still follow its last sequence, and one starting at 0 again in the same epoch
@@ -402,21 +411,24 @@ impl ProducerStateTable {
         self.retain_batches(|b| b.last_offset < log_end_offset);
     }
 
-    /// Forgets producers whose last batch's max timestamp is older than `now_ms - idle_ms`
-    /// (Kafka's `producer.id.expiration.ms`).
-    pub fn remove_expired(&mut self, now_ms: i64, idle_ms: i64) {
-        let cutoff = now_ms.saturating_sub(idle_ms);
+    /// Forgets producers idle for `expiration_ms` or longer (Kafka's
+    /// `producer.id.expiration.ms`): those whose last batch's max timestamp is at or before
+    /// `now_ms - expiration_ms`, Kafka's `currentTimeMs - lastTimestamp >= expiration`.
+    /// Returns how many were forgotten.
+    pub fn remove_expired(&mut self, now_ms: i64, expiration_ms: i64) -> usize {
+        let before = self.producers.len();
         let recency = &mut self.recency;
         self.producers.retain(|_, slot| {
             let alive = slot
                 .entry
                 .last_batch()
-                .is_some_and(|b| b.max_timestamp >= cutoff);
+                .is_some_and(|b| now_ms.saturating_sub(b.max_timestamp) < expiration_ms);
             if !alive {
                 recency.remove(&slot.last_used);
             }
             alive
         });
+        before - self.producers.len()
     }
 
     /// Encodes the table as a snapshot file; see the module doc for the layout.
@@ -721,8 +733,50 @@ mod tests {
         let mut table = ProducerStateTable::new();
         table.record(1, 0, 0, 0, 0, 0, 1_000);
         table.record(2, 0, 0, 0, 1, 1, 5_000);
-        table.remove_expired(6_000, 2_000);
+        assert_eq!(table.remove_expired(6_000, 2_000), 1);
         assert!(table.get(1).is_none() && table.get(2).is_some());
+    }
+
+    #[test]
+    fn test_expired_at_exactly_the_expiration_as_in_kafka() {
+        let mut table = ProducerStateTable::new();
+        table.record(1, 0, 0, 0, 0, 0, 1_000);
+        assert_eq!(table.remove_expired(2_999, 2_000), 0);
+        assert_eq!(table.remove_expired(3_000, 2_000), 1);
+        assert!(table.is_empty());
+    }
+
+    #[test]
+    fn test_expired_producer_continuing_its_sequence_is_a_new_producer() {
+        let mut table = ProducerStateTable::new();
+        table.record(7, 0, 0, 1, 0, 1, 1_000);
+        // Known: a batch after a gap is out of order.
+        assert!(matches!(
+            table.check(7, 0, 5, 5),
+            Err(ProducerStateError::OutOfOrderSequence { .. })
+        ));
+        // A day after its last batch the producer is forgotten.
+        assert_eq!(table.remove_expired(1_000 + 86_400_000, 86_400_000), 1);
+        assert_eq!(table.check(7, 0, 5, 5), Ok(SequenceCheck::Append));
+        // The next batch then continues from what it recorded.
+        table.record(7, 0, 5, 5, 2, 2, 86_400_000);
+        assert!(matches!(
+            table.check(7, 0, 9, 9),
+            Err(ProducerStateError::OutOfOrderSequence { expected: 6, .. })
+        ));
+    }
+
+    #[test]
+    fn test_remove_expired_keeps_recency_consistent() {
+        let mut table = ProducerStateTable::new().with_max_producers(2);
+        table.record(1, 0, 0, 0, 0, 0, 0);
+        table.record(2, 0, 0, 0, 1, 1, 10_000);
+        assert_eq!(table.remove_expired(10_000, 5_000), 1);
+        table.record(3, 0, 0, 0, 2, 2, 10_000);
+        // Below the cap again: 2 and 3 both stay.
+        assert!(table.get(2).is_some() && table.get(3).is_some());
+        table.record(4, 0, 0, 0, 3, 3, 10_000);
+        assert!(table.get(2).is_none() && table.get(3).is_some() && table.get(4).is_some());
     }
 
     #[test]

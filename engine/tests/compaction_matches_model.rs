@@ -438,14 +438,9 @@ fn run_ops(ops: Vec<Op>, on_disk: bool) {
                     config.retention_bytes = Some(h.log.size_bytes() * u64::from(percent) / 100);
                     h.log.set_config(config);
                     h.log.enforce_retention(h.now).await.expect("retention");
-                    // Retention forgets a producer whose batches it deleted, as Kafka does.
-                    let start = h.log.offsets().log_start_offset;
-                    if h.last_idempotent
-                        .as_ref()
-                        .is_some_and(|(_, base)| *base < start)
-                    {
-                        h.last_idempotent = None;
-                    }
+                    // Retention keeps the producer state of batches it deleted (KIP-360, as
+                    // Kafka does), so the last idempotent batch stays a duplicate: the check
+                    // at the end retries it whether or not its records are still here.
                     let mut config = h.log.config();
                     config.retention_bytes = None;
                     h.log.set_config(config);

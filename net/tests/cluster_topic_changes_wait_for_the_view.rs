@@ -9,7 +9,8 @@
 //! - what is sent is validated first with the standalone rules (bad configs, fewer
 //!   partitions, an existing topic are refused without a request), validate-only requests are
 //!   never sent, and the topic id sent is the one answered and then served;
-//! - IncrementalAlterConfigs sends only the keys it changed; group configs are refused;
+//! - IncrementalAlterConfigs sends only the keys it changed; legacy AlterConfigs sends the
+//!   request's set as the new full set; group configs are refused;
 //! - Metadata with auto-creation creates through the same path (never `__consumer_offsets`).
 
 #![allow(clippy::unwrap_used)]
@@ -26,6 +27,9 @@ use kaas_cluster::assignment::Assignment;
 use kaas_cluster::topic_change::{codes, TopicChange, TopicChangeRefusal};
 use kaas_net::broker::config::{BrokerConfig, ClusterSettings};
 use kaas_net::broker::server::Broker;
+use kaas_net::protocol::messages::alter_configs::{
+    AlterConfigsRequest, AlterConfigsResource as LegacyResource, AlterableConfig as LegacyConfig,
+};
 use kaas_net::protocol::messages::create_partitions::{
     CreatePartitionsRequest, CreatePartitionsTopic,
 };
@@ -136,6 +140,15 @@ fn stand_in(
                                     None => entry.2.remove(key),
                                 };
                             }
+                            None
+                        }
+                        None => Some(codes::UNKNOWN_TOPIC_OR_PARTITION),
+                    }
+                }
+                TopicChange::ReplaceConfigs { topic, configs } => {
+                    match topics.get_mut(topic.as_str()) {
+                        Some(entry) => {
+                            entry.2 = configs.clone();
                             None
                         }
                         None => Some(codes::UNKNOWN_TOPIC_OR_PARTITION),
@@ -374,6 +387,36 @@ fn topic_changes_are_sent_validated_and_answered_once_the_view_shows_them() {
     let group = alter(&mut client, 32, "billing");
     assert_eq!(group.error_code, 42, "{group:?}");
     assert_eq!(sent(), before);
+
+    // Legacy AlterConfigs sends the request's set as the new full set (not a diff against
+    // this broker's view), even when the view already shows exactly that set.
+    let replace = |client: &mut Client| {
+        let request = AlterConfigsRequest {
+            resources: vec![LegacyResource {
+                resource_type: 2,
+                resource_name: "orders".into(),
+                configs: vec![LegacyConfig {
+                    name: "segment.ms".into(),
+                    value: Some("60000".into()),
+                }],
+            }],
+            validate_only: false,
+        };
+        match client.call(1, &request) {
+            Response::AlterConfigs(r) => r.responses[0].clone(),
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    let replaced = TopicChange::ReplaceConfigs {
+        topic: kaas_cluster::ids::TopicName::new("orders").unwrap(),
+        configs: BTreeMap::from([("segment.ms".to_string(), "60000".to_string())]),
+    };
+    assert_eq!(replace(&mut client).error_code, 0);
+    assert_eq!(log.lock().unwrap().last().cloned(), Some(replaced.clone()));
+    let before = sent();
+    assert_eq!(replace(&mut client).error_code, 0);
+    assert_eq!(sent(), before + 1, "sent although the view shows that set");
+    assert_eq!(log.lock().unwrap().last().cloned(), Some(replaced));
 
     // Auto-creation on Metadata goes the same way, with the default partition count.
     let auto = client.metadata("auto", true);

@@ -25,6 +25,9 @@ pub struct Broker {
     child: Option<Child>,
     /// Between [`Broker::pause`] and [`Broker::resume`].
     pub paused: bool,
+    /// Where the process's stderr (its log) goes, appended across restarts; `None`: the
+    /// test's own stderr.
+    pub log: Option<PathBuf>,
 }
 
 impl Broker {
@@ -39,6 +42,7 @@ impl Broker {
             env: Vec::new(),
             child: None,
             paused: false,
+            log: None,
         }
     }
 
@@ -62,6 +66,7 @@ impl Broker {
             env: env.to_vec(),
             child: None,
             paused: false,
+            log: None,
         }
     }
 
@@ -83,15 +88,33 @@ impl Broker {
         if let Some(heartbeat) = self.heartbeat {
             command.args(["--heartbeat-listen", &heartbeat.to_string()]);
         }
+        let stderr = match &self.log {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .expect("open the broker's log"),
+            ),
+            None => Stdio::inherit(),
+        };
         let child = command
             .arg("--data-dir")
             .arg(&self.data_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn kaas");
         self.child = Some(child);
+    }
+
+    /// What the broker logged so far (empty without [`Broker::log`]).
+    pub fn log_text(&self) -> String {
+        self.log
+            .as_ref()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .unwrap_or_default()
     }
 
     /// Whether the process runs (paused counts as running).
@@ -443,12 +466,25 @@ impl Drop for ClientRun {
 /// The Java `cluster-moves` scenario (tests/clients/java, ClusterMoves.java): an idempotent
 /// producer of `records` records and a consumer in `group`, on `topic`, at once.
 pub fn java_cluster_moves(bootstrap: &str, topic: &str, group: &str, records: usize) -> ClientRun {
+    java_cluster_moves_paced(bootstrap, topic, group, records, 4)
+}
+
+/// [`java_cluster_moves`] with `pace_ms` between two sends (`kaas.cluster.pace-ms`), so the
+/// run spans as long as the test needs (about `records × pace_ms`).
+pub fn java_cluster_moves_paced(
+    bootstrap: &str,
+    topic: &str,
+    group: &str,
+    records: usize,
+    pace_ms: u64,
+) -> ClientRun {
     let jar = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/clients/java/target/kaas-java-scenarios.jar");
     let mut command = Command::new("java");
     command
         .arg(format!("-Dkaas.cluster.topic={topic}"))
         .arg(format!("-Dkaas.cluster.group={group}"))
+        .arg(format!("-Dkaas.cluster.pace-ms={pace_ms}"))
         .arg("-jar")
         .arg(jar)
         .args(["--bootstrap", bootstrap, "--scenario", "cluster-moves"])

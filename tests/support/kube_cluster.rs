@@ -47,6 +47,19 @@ pub enum Endpoint {
     Absent,
 }
 
+/// How the brokers of a [`KubeCluster`] reach the API server and log.
+#[derive(Clone, Debug, Default)]
+pub struct Reach {
+    /// The port on 127.0.0.1 they dial for the API server (a proxy in front of it: the
+    /// server's certificate names 127.0.0.1, so TLS works through it); `None`: the server's
+    /// own port.
+    pub api_port: Option<u16>,
+    /// `RUST_LOG` of the brokers; `None`: `warn`.
+    pub rust_log: Option<String>,
+    /// Each broker's stderr to `<scratch>/kaas-<id>.log` ([`Broker::log_text`]), not the test's.
+    pub logs: bool,
+}
+
 /// The brokers, their namespace and the shared volume.
 pub struct KubeCluster {
     pub namespace: String,
@@ -66,6 +79,11 @@ impl KubeCluster {
     /// `count` brokers, and `count` brokers started with `flags` (after
     /// `--assignment-source kube`), not yet waited for.
     pub fn start(prefix: &str, count: i32, flags: &[&str]) -> KubeCluster {
+        Self::start_with(prefix, count, flags, &Reach::default())
+    }
+
+    /// [`KubeCluster::start`], the brokers reaching the API server as `reach` says.
+    pub fn start_with(prefix: &str, count: i32, flags: &[&str], reach: &Reach) -> KubeCluster {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -85,15 +103,36 @@ impl KubeCluster {
         let subnet = free_subnet(count);
         let mut args: Vec<String> = vec!["--assignment-source".into(), "kube".into()];
         args.extend(flags.iter().map(|f| f.to_string()));
-        let env = vec![
-            (
-                "KUBECONFIG".to_string(),
-                server.kubeconfig.display().to_string(),
-            ),
+        let kubeconfig = match reach.api_port {
+            None => server.kubeconfig.clone(),
+            Some(port) => {
+                let text = std::fs::read_to_string(&server.kubeconfig).expect("kubeconfig");
+                let direct = format!("https://127.0.0.1:{}", server.port);
+                assert!(text.contains(&direct), "the kubeconfig names {direct}");
+                let path = scratch.join("kubeconfig");
+                std::fs::write(
+                    &path,
+                    text.replace(&direct, &format!("https://127.0.0.1:{port}")),
+                )
+                .expect("write the brokers' kubeconfig");
+                path
+            }
+        };
+        let mut env = vec![
+            ("KUBECONFIG".to_string(), kubeconfig.display().to_string()),
             ("POD_NAMESPACE".to_string(), namespace.clone()),
         ];
+        if let Some(filter) = &reach.rust_log {
+            env.push(("RUST_LOG".to_string(), filter.clone()));
+        }
         let brokers = (0..count)
-            .map(|id| Broker::pod(id, broker_ip(subnet, id), &data_dir, &args, &env))
+            .map(|id| {
+                let mut broker = Broker::pod(id, broker_ip(subnet, id), &data_dir, &args, &env);
+                if reach.logs {
+                    broker.log = Some(scratch.join(format!("kaas-{id}.log")));
+                }
+                broker
+            })
             .collect();
         let mut cluster = KubeCluster {
             namespace,
@@ -183,6 +222,17 @@ impl KubeCluster {
             .expect("read the Lease")?;
         let holder = lease.spec?.holder_identity?;
         holder.strip_prefix("kaas-")?.parse().ok()
+    }
+
+    /// The Lease's `metadata.resourceVersion` (it changes with every renewal), `None` when
+    /// there is no Lease.
+    pub fn lease_version(&self) -> Option<String> {
+        let api = Api::<Lease>::namespaced(self.client.clone(), &self.namespace);
+        self.runtime
+            .block_on(api.get_opt("kaas-controller"))
+            .expect("read the Lease")?
+            .metadata
+            .resource_version
     }
 
     /// The Lease's `leaseTransitions` (the controller epoch), 0 when there is no Lease.

@@ -312,7 +312,8 @@ pub fn fetch_batches(
         let data = &response.responses[0].partitions[0];
         assert_eq!(
             data.error_code, 0,
-            "fetching {topic}-{partition} at {fetch_offset}"
+            "fetching {topic}-{partition} at {fetch_offset} (log start {}, high watermark {})",
+            data.log_start_offset, data.high_watermark
         );
         let records = data.records.clone().unwrap_or_default();
         let before = headers.len();

@@ -7,7 +7,8 @@
 //! | create | `create` (partitions, configs and the broker's topic id in `spec`) | a KafkaTopic names it: TOPIC_ALREADY_EXISTS |
 //! | delete | `delete` | none names it: UNKNOWN_TOPIC_OR_PARTITION |
 //! | add partitions | `patch` of `spec.partitions` | none names it: UNKNOWN_TOPIC_OR_PARTITION; not above the resource's count: INVALID_PARTITIONS |
-//! | alter configs | merge `patch` of the changed `spec.configs` keys (a removed key is `null`) | none names it: UNKNOWN_TOPIC_OR_PARTITION |
+//! | alter configs (incremental) | merge `patch` of the changed `spec.configs` keys (a removed key is `null`) | none names it: UNKNOWN_TOPIC_OR_PARTITION |
+//! | replace configs (legacy AlterConfigs) | `update` of the resource read, with `spec.configs` the request's set (a 409 from a change in between: read and try again) | none names it: UNKNOWN_TOPIC_OR_PARTITION |
 //!
 //! A failed API request (unreachable, 403, a schema refusal) is UNKNOWN_SERVER_ERROR with the
 //! adapter's message, which names the verb and the resource. Config values and partition
@@ -23,30 +24,38 @@ use kaas_cluster::topic_change::{
     codes, TopicChange, TopicChangeAnswer, TopicChangeRefusal, TopicChangeRequest,
 };
 
-use crate::context::KubeContext;
+use crate::context::SharedContext;
 use crate::error::KubeAdapterError;
 use crate::topic_store::{CreateOutcome, TopicPatch, TopicStore};
 
-/// Serves `requests` on the KafkaTopics of the context `KubeContext::from_environment` finds
-/// (made here, on the runtime this runs on, as a `kube::Client` must be). Without one, every
-/// request is answered with the reason.
-pub async fn serve_from_environment<S>(requests: S)
+/// Serves `requests` on the KafkaTopics of `context`, the client the cluster core's sources
+/// share (made on first use, on the runtime this runs on, as a `kube::Client` must be): one
+/// configuration and one connection pool for the Lease, the watches, the mirror and the
+/// topic changes. Without a client, every request is answered with the reason.
+pub async fn serve_shared<S>(context: SharedContext, requests: S)
 where
     S: Stream<Item = TopicChangeRequest> + Send + 'static,
 {
-    match KubeContext::from_environment().await {
+    match context.get() {
         Ok(context) => serve(TopicStore::new(&context), requests).await,
         Err(error) => {
             tracing::error!(%error, "topic changes cannot reach the Kubernetes API");
-            let message = error.to_string();
-            let mut requests = std::pin::pin!(requests);
-            while let Some(request) = requests.next().await {
-                request.answer(Err(TopicChangeRefusal::new(
-                    codes::UNKNOWN_SERVER_ERROR,
-                    message.clone(),
-                )));
-            }
+            refuse_all(&error.to_string(), requests).await;
         }
+    }
+}
+
+/// Answers every request with UNKNOWN_SERVER_ERROR and `message` until the stream ends.
+async fn refuse_all<S>(message: &str, requests: S)
+where
+    S: Stream<Item = TopicChangeRequest>,
+{
+    let mut requests = std::pin::pin!(requests);
+    while let Some(request) = requests.next().await {
+        request.answer(Err(TopicChangeRefusal::new(
+            codes::UNKNOWN_SERVER_ERROR,
+            message.to_owned(),
+        )));
     }
 }
 
@@ -107,6 +116,13 @@ pub async fn carry_out(store: &TopicStore, change: &TopicChange) -> TopicChangeA
             };
             patched(topic, store.patch(topic, &patch).await.map(|p| p.is_some()))
         }
+        TopicChange::ReplaceConfigs { topic, configs } => patched(
+            topic,
+            store
+                .replace_configs(topic, configs)
+                .await
+                .map(|p| p.is_some()),
+        ),
     }
 }
 
@@ -228,6 +244,32 @@ mod tests {
         assert_eq!(
             patched(&topic(), Err(failure())).unwrap_err().code,
             codes::UNKNOWN_SERVER_ERROR
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_client_every_change_is_refused_with_the_reason() {
+        let (sender, answers) = std::sync::mpsc::channel();
+        let requests: Vec<TopicChangeRequest> = (0..2)
+            .map(|_| {
+                let sender = sender.clone();
+                TopicChangeRequest::new(TopicChange::Delete { topic: topic() }, move |answer| {
+                    let _ = sender.send(answer);
+                })
+            })
+            .collect();
+        refuse_all("no client here", futures_util::stream::iter(requests)).await;
+        drop(sender);
+        let answers: Vec<TopicChangeAnswer> = answers.iter().collect();
+        assert_eq!(
+            answers,
+            vec![
+                Err(TopicChangeRefusal::new(
+                    codes::UNKNOWN_SERVER_ERROR,
+                    "no client here"
+                ));
+                2
+            ]
         );
     }
 

@@ -19,6 +19,10 @@ use crate::kafka_topic::{
 
 const RESOURCE: &str = "kafkatopics.kaas.io";
 
+/// How often a configs replacement is tried when the resource keeps changing under it (each
+/// 409 means another change went in first; the API server orders them).
+const REPLACE_ATTEMPTS: u32 = 10;
+
 /// The topic set: every KafkaTopic of the namespace, by Kafka name.
 pub type TopicSet = BTreeMap<TopicName, TopicDescription>;
 
@@ -168,6 +172,41 @@ impl TopicStore {
             Err(error) => Err(request_error("patch", self.resource(Some(&resource_name)))(
                 error,
             )),
+        }
+    }
+
+    /// Replaces the `spec.configs` of the KafkaTopic of `topic` with `configs` as a whole
+    /// (legacy AlterConfigs), keeping the rest of the resource; `None` when no KafkaTopic
+    /// names the topic. A read-modify-write of the resource itself: the update carries the
+    /// `resourceVersion` it read, so a change another broker made in between is a 409 and the
+    /// replacement is made again on the newer resource, never on a stale copy.
+    pub async fn replace_configs(
+        &self,
+        topic: &TopicName,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<Option<TopicDescription>, KubeAdapterError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let Some(mut resource) = self.find(topic).await? else {
+                return Ok(None);
+            };
+            let Some(resource_name) = resource.metadata.name.clone() else {
+                return Ok(None);
+            };
+            resource.spec.configs = configs.clone();
+            match self
+                .api
+                .replace(&resource_name, &PostParams::default(), &resource)
+                .await
+            {
+                Ok(replaced) => return Ok(replaced.description()),
+                Err(error) if is_not_found(&error) => return Ok(None),
+                Err(error) if is_conflict(&error) && attempt < REPLACE_ATTEMPTS => continue,
+                Err(error) => {
+                    return Err(request_error("update", self.resource(Some(&resource_name)))(error))
+                }
+            }
         }
     }
 

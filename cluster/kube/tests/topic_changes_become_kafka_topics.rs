@@ -2,7 +2,8 @@
 //! `deploy/crds/`: a broker's topic changes, sent as they are over a channel, create, patch
 //! and delete KafkaTopics, and come back with Kafka's answers (TOPIC_ALREADY_EXISTS,
 //! UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS); `kubectl get kafkatopics` shows what was
-//! created, with the broker's topic id.
+//! created, with the broker's topic id; a legacy AlterConfigs replacement is the request's
+//! set as a whole, made on the resource itself.
 
 #![allow(clippy::unwrap_used)]
 
@@ -160,5 +161,97 @@ async fn topic_changes_create_patch_and_delete_kafka_topics_with_kafkas_answers(
     assert_eq!(
         again.spec.topic_id.as_deref(),
         Some(TopicId([9; 16]).to_string().as_str())
+    );
+}
+
+/// Legacy AlterConfigs in cluster mode: the request's set replaces the KafkaTopic's configs
+/// as a whole, on the resource itself. A key another broker set a moment earlier (which the
+/// sending broker's view may not show yet) is reset too; partitions and the topic id stay;
+/// replacements racing each other all go through (a lost compare-and-swap is read again and
+/// retried) and the result is one of their sets, whole.
+#[tokio::test]
+async fn replaced_configs_are_the_requests_set_whatever_was_set_in_between() {
+    let context = context("replaceconfigs").await;
+    let store = TopicStore::new(&context);
+    let broker = start(store.clone());
+    let orders = topic("orders");
+    let id = TopicId([5; 16]);
+    let create = TopicChange::Create {
+        topic: orders.clone(),
+        partitions: 2,
+        topic_id: id,
+        configs: BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]),
+    };
+    assert_eq!(broker.ask(create).await, Ok(()));
+    // Another broker sets a key; this one's view still shows only retention.ms.
+    let other = TopicChange::AlterConfigs {
+        topic: orders.clone(),
+        configs: BTreeMap::from([("cleanup.policy".to_string(), Some("compact".to_string()))]),
+    };
+    assert_eq!(broker.ask(other).await, Ok(()));
+    let replace = |configs: &[(&str, &str)]| TopicChange::ReplaceConfigs {
+        topic: orders.clone(),
+        configs: configs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    };
+    assert_eq!(
+        broker.ask(replace(&[("segment.ms", "60000")])).await,
+        Ok(())
+    );
+    let replaced = store.find(&orders).await.unwrap().unwrap();
+    assert_eq!(
+        replaced.spec.configs,
+        BTreeMap::from([("segment.ms".to_string(), "60000".to_string())]),
+        "the request's set, and nothing of what was set before"
+    );
+    assert_eq!(replaced.spec.partitions, 2);
+    assert_eq!(
+        replaced.spec.topic_id.as_deref(),
+        Some(id.to_string().as_str())
+    );
+    // An empty set resets every override.
+    assert_eq!(broker.ask(replace(&[])).await, Ok(()));
+    assert!(store
+        .find(&orders)
+        .await
+        .unwrap()
+        .unwrap()
+        .spec
+        .configs
+        .is_empty());
+
+    // Racing replacements of the same resource.
+    let sets: Vec<BTreeMap<String, String>> = (0..8)
+        .map(|i| {
+            BTreeMap::from([
+                ("retention.ms".to_string(), format!("{}", 1000 + i)),
+                ("segment.ms".to_string(), format!("{}", 60000 + i)),
+            ])
+        })
+        .collect();
+    let answers = futures_util::future::join_all(sets.iter().map(|configs| {
+        broker.ask(TopicChange::ReplaceConfigs {
+            topic: orders.clone(),
+            configs: configs.clone(),
+        })
+    }))
+    .await;
+    assert!(answers.iter().all(Result::is_ok), "{answers:?}");
+    let last = store.find(&orders).await.unwrap().unwrap();
+    assert!(
+        sets.contains(&last.spec.configs),
+        "one request's whole set: {:?}",
+        last.spec.configs
+    );
+
+    let missing = broker.ask(TopicChange::ReplaceConfigs {
+        topic: topic("missing"),
+        configs: BTreeMap::new(),
+    });
+    assert_eq!(
+        missing.await.unwrap_err().code,
+        codes::UNKNOWN_TOPIC_OR_PARTITION
     );
 }

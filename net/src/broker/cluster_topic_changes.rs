@@ -244,6 +244,56 @@ impl ClusterTopicChanges {
         Ok(())
     }
 
+    /// Legacy AlterConfigs on a topic: `change` (which replaces every override) is applied and
+    /// checked as a standalone broker checks it, and the resulting full set is sent to replace
+    /// the KafkaTopic's configs as a whole. Sent even when this broker's view already shows
+    /// that set: the view may lag a key another broker set a moment earlier, which the
+    /// replacement must still reset. Waits for the view as [`Self::alter_configs`] does.
+    pub async fn replace_configs(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        change: impl FnOnce(&mut TopicConfig) -> Result<(), InvalidConfig>,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let Some(before) = shard.view.load().topic(name).map(|t| t.config.clone()) else {
+            return Err(unknown_topic(name));
+        };
+        let mut after = before.clone();
+        change(&mut after)?;
+        after.check_combination()?;
+        if validate_only {
+            return Ok(());
+        }
+        let topic = topic_name(name)?;
+        let configs = overrides(&after);
+        self.link
+            .send(
+                TopicChange::ReplaceConfigs {
+                    topic,
+                    configs: configs.clone(),
+                },
+                ANSWER_TIMEOUT,
+            )
+            .await?;
+        let mut shown: BTreeMap<String, Option<String>> = overrides(&before)
+            .into_keys()
+            .map(|key| (key, None))
+            .collect();
+        shown.extend(configs.into_iter().map(|(key, value)| (key, Some(value))));
+        let expectation = Expectation::Configs {
+            name: name.to_string(),
+            configs: shown,
+        };
+        if !self.wait(shard, &expectation, CONFIG_WAIT).await {
+            tracing::warn!(
+                topic = name,
+                "config change stored, not yet in this broker's view"
+            );
+        }
+        Ok(())
+    }
+
     /// The refusal of a consumer-group config change in cluster mode.
     pub fn alter_group_configs(group: &str) -> TopicError {
         TopicError::new(

@@ -34,6 +34,8 @@ pub struct BrokerConfig {
     pub cluster: Option<ClusterSettings>,
     /// The log cleaner's settings (`log.cleaner.*`).
     pub cleaner: kaas_engine::compaction::CleanerConfig,
+    /// When idle idempotent producers are forgotten (`producer.id.expiration.*`).
+    pub producer_expiration: crate::broker::producer_expiration::ProducerExpiration,
 }
 
 /// How a broker of a cluster runs: several brokers share one data directory and follow
@@ -62,6 +64,7 @@ impl BrokerConfig {
             groups: Default::default(),
             cluster: None,
             cleaner: Default::default(),
+            producer_expiration: Default::default(),
         }
     }
 }

@@ -11,7 +11,7 @@ pub mod frame_reader;
 pub mod group_configs;
 pub mod metrics;
 pub mod port_guard;
-pub mod producer_id_blocks;
+pub mod producer_expiration;
 pub mod producer_ids;
 pub mod replica_assignment;
 pub mod router;

@@ -12,17 +12,20 @@
 //!   stops the allocator rather than risk reusing ids.
 //! - **cluster mode** ([`IdBlockStore::Claims`]): several brokers share the volume, so one file
 //!   rewritten by each would let two of them reserve the same block: blocks are claimed
-//!   instead, one `O_EXCL` file per block ([`crate::broker::producer_id_blocks`]), above any
-//!   block the standalone file reserved (a standalone volume turned into a cluster).
+//!   instead, one `O_EXCL` file per block (the engine's [`kaas_engine::producer_id_claims`],
+//!   its on-disk format), above any block the standalone file reserved (a standalone volume
+//!   turned into a cluster).
+//!
+//! Both go through the engine's `Storage` on shard 0's runtime: this module writes no file
+//! itself.
 
 use std::cell::Cell;
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use glommio::sync::Semaphore;
+use kaas_engine::producer_id_claims;
 use kaas_engine::{EngineError, Storage};
-
-use crate::broker::producer_id_blocks;
 
 /// Ids reserved per durable write.
 pub const BLOCK_SIZE: i64 = 1000;
@@ -32,15 +35,15 @@ const BLOCK_FILE: &str = "__cluster/producer-id-block";
 pub enum IdBlockStore {
     /// Standalone: the end of the last reserved block, in `__cluster/producer-id-block`.
     File(Storage),
-    /// Cluster mode: one claim file per block in the shared data directory `data_dir`, above
-    /// the standalone file's end (read through `storage`).
-    Claims { storage: Storage, data_dir: PathBuf },
+    /// Cluster mode: one claim file per block on the shared volume, above the standalone
+    /// file's end.
+    Claims(Storage),
 }
 
 impl IdBlockStore {
     fn storage(&self) -> &Storage {
         match self {
-            IdBlockStore::File(storage) | IdBlockStore::Claims { storage, .. } => storage,
+            IdBlockStore::File(storage) | IdBlockStore::Claims(storage) => storage,
         }
     }
 
@@ -67,17 +70,10 @@ impl IdBlockStore {
                     .await?;
                 Ok(next..end)
             }
-            IdBlockStore::Claims { data_dir, .. } => {
-                let dir = data_dir.clone();
+            IdBlockStore::Claims(storage) => {
                 // The first whole block at or after `next`.
                 let from = (next + BLOCK_SIZE - 1).div_euclid(BLOCK_SIZE);
-                let block = glommio::executor()
-                    .spawn_blocking(move || producer_id_blocks::claim_block(&dir, from))
-                    .await
-                    .map_err(|e| EngineError::Io {
-                        context: "claiming a producer id block".into(),
-                        source: e,
-                    })?;
+                let block = producer_id_claims::claim_block(storage, from).await?;
                 Ok(block * BLOCK_SIZE..(block + 1) * BLOCK_SIZE)
             }
         }
@@ -142,11 +138,8 @@ impl ProducerIdAllocator {
 mod tests {
     use super::*;
 
-    fn claims(storage: &Storage, root: &Path) -> IdBlockStore {
-        IdBlockStore::Claims {
-            storage: storage.clone(),
-            data_dir: root.to_path_buf(),
-        }
+    fn claims(storage: &Storage) -> IdBlockStore {
+        IdBlockStore::Claims(storage.clone())
     }
 
     #[test]
@@ -192,10 +185,10 @@ mod tests {
                     .await
                     .expect("load");
                 let old = standalone.allocate().await.expect("id");
-                let a = ProducerIdAllocator::load(claims(&storage, &root))
+                let a = ProducerIdAllocator::load(claims(&storage))
                     .await
                     .expect("load");
-                let b = ProducerIdAllocator::load(claims(&storage, &root))
+                let b = ProducerIdAllocator::load(claims(&storage))
                     .await
                     .expect("load");
                 let mut ids = vec![old];
@@ -204,7 +197,7 @@ mod tests {
                     ids.push(b.allocate().await.expect("id"));
                 }
                 // A restarted broker resumes above every claimed block.
-                let c = ProducerIdAllocator::load(claims(&storage, &root))
+                let c = ProducerIdAllocator::load(claims(&storage))
                     .await
                     .expect("load");
                 ids.push(c.allocate().await.expect("id"));

@@ -35,6 +35,7 @@ use crate::broker::config::BrokerConfig;
 use crate::broker::connection;
 use crate::broker::metrics::ShardMetrics;
 use crate::broker::port_guard::{self, PortInUse};
+use crate::broker::producer_expiration;
 use crate::broker::producer_ids::{IdBlockStore, ProducerIdAllocator};
 use crate::broker::router::{Inbox, Router};
 use crate::broker::shard::Shard;
@@ -405,6 +406,8 @@ async fn run_shard(start: ShardStart) {
     spawn_log_cleaner(&shard);
     let maintenance = Rc::new(LogManagerMaintenance(shard.clone()));
     let maintenance_task = maintenance.spawn();
+    let producer_expiration_task =
+        producer_expiration::spawn(&shard, shard.config.producer_expiration);
     let accept = {
         let shard = shard.clone();
         async move {
@@ -426,6 +429,7 @@ async fn run_shard(start: ShardStart) {
     })
     .await;
     drop(maintenance_task);
+    drop(producer_expiration_task);
     drop(ticker);
     if let Err(error) = shard.logs.close_all().await {
         tracing::error!(shard = index, %error, "closing partitions at shut-down");
@@ -454,12 +458,9 @@ async fn prepare(
             topics.clone().unwrap_or_default(),
         )),
     };
-    let id_blocks = match (&config.cluster, &config.data_dir) {
-        (Some(_), Some(dir)) => IdBlockStore::Claims {
-            storage: storage.clone(),
-            data_dir: dir.clone(),
-        },
-        _ => IdBlockStore::File(storage.clone()),
+    let id_blocks = match &config.cluster {
+        Some(_) => IdBlockStore::Claims(storage.clone()),
+        None => IdBlockStore::File(storage.clone()),
     };
     let ids = ProducerIdAllocator::load(id_blocks)
         .await

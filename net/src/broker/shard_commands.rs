@@ -5,7 +5,8 @@
 //! the only place a cluster-mode partition is opened or closed. Opening claims the partition
 //! on the volume at the fence epoch of the command's leader epoch
 //! ([`crate::broker::fence_epoch`]) and recovers it from the shared files
-//! (`LogManager::open_at_epoch`); batches are stamped with the leader epoch itself. Closing
+//! (`LogManager::open_in_dir`, in the directory named after the topic's id,
+//! `kaas_engine::topic_incarnation`); batches are stamped with the leader epoch itself. Closing
 //! flushes and checkpoints it, and appends still in flight on the closed log are answered
 //! NOT_LEADER_OR_FOLLOWER by the engine's closed-partition error.
 //!
@@ -22,7 +23,7 @@ use std::rc::Rc;
 use kaas_cluster::command::{AddressedCommand, ShardCommand};
 use kaas_cluster::ids::{LeaderEpoch, ShardIndex, TopicName, TopicPartition};
 use kaas_cluster::open_state::OpenState;
-use kaas_engine::{EngineError, PartitionId};
+use kaas_engine::{topic_incarnation, EngineError, PartitionId};
 
 use crate::broker::fence_epoch::partition_fence_epoch;
 use crate::broker::shard::Shard;
@@ -55,7 +56,16 @@ impl Shard {
                     .topic(&id.topic)
                     .map(|topic| topic.log_config.clone())
                     .ok_or(EngineError::NotServed)?;
+                // The directory names the topic id: a topic created again under a deleted
+                // one's name never opens the old files (`kaas_engine::topic_incarnation`).
+                let topic_id = view
+                    .cluster
+                    .as_ref()
+                    .and_then(|cluster| cluster.topic(&id.topic))
+                    .map(|topic| topic.id.to_string())
+                    .ok_or(EngineError::NotServed)?;
                 drop(view);
+                let dir = topic_incarnation::partition_dir(&id.topic, &topic_id, id.partition)?;
                 // The epoch is recorded first: a request arriving during recovery still gets
                 // NOT_LEADER (the log is not in the manager until it is open).
                 self.open_epochs
@@ -71,7 +81,7 @@ impl Shard {
                         }
                     }
                 }
-                if let Err(error) = self.logs.open_at_epoch(&id, config, fence_epoch).await {
+                if let Err(error) = self.logs.open_in_dir(&id, &dir, config, fence_epoch).await {
                     self.open_epochs.borrow_mut().remove(&id);
                     return Err(error);
                 }

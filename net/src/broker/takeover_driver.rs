@@ -10,7 +10,13 @@
 //!    runs up to [`COMMANDS_IN_FLIGHT`] of them at once) and wait until every shard has
 //!    finished it, then the open phase, so a partition that moves between shards is never
 //!    open on two;
-//! 4. forget, on every shard, loaded groups the view now gives another broker.
+//! 4. forget, on every shard, loaded groups the view now gives another broker;
+//! 5. remove from the volume, [`REMOVAL_DELAY`] later, the directories of topics the previous
+//!    view had and this one has not (deleted, or created again under the name with a new
+//!    id): every shard has closed their partitions by then (close phase), and the removal
+//!    itself fences a broker that still writes them (`kaas_engine::topic_incarnation` has the
+//!    argument). Every broker does this; one of them moves each directory away and removes
+//!    it. A broker that stops within the delay leaves it to the others.
 //!
 //! A command that fails (an open whose recovery fails) is logged and left out of the open
 //! state, so the next accepted assignment's plan tries it again.
@@ -22,10 +28,12 @@ use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::StreamExt;
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::command::{AddressedCommand, ShardCommand};
-use kaas_cluster::ids::{BrokerId, GroupId};
+use kaas_cluster::ids::{BrokerId, GroupId, TopicPartition};
 use kaas_cluster::open_state::OpenState;
 use kaas_cluster::takeover::plan_takeover;
 use kaas_cluster::view::ClusterView as AssignmentView;
+
+use kaas_engine::topic_incarnation;
 
 use crate::broker::cluster_view::ClusterView;
 use crate::broker::shard::Shard;
@@ -53,11 +61,17 @@ pub async fn follow_assignments(
         ));
         // Partitions the storage fence closed since the last plan are not open any more.
         forget_fenced(&mut open, shard.take_fenced_closes());
+        if let Some(previous) = &previous {
+            close_replaced_topics(&shard, previous, &view, &mut open).await;
+        }
         let plan = plan_takeover(previous.as_deref(), &view, &open);
         for phase in plan.phases() {
             run_phase(&shard, phase.by_shard(), &mut open).await;
         }
         release_groups_moved_away(&shard, view.clone()).await;
+        if let Some(previous) = &previous {
+            remove_deleted_topics(&shard, previous, &view);
+        }
         tracing::info!(
             controller_epoch = view.controller_epoch().0,
             assignment_version = view.assignment_version().0,
@@ -122,6 +136,81 @@ async fn run_phase(
             }
         }
     }
+}
+
+/// Closes the open partitions of every topic `view` has under a name `previous` gave another
+/// id (deleted and created again between two assignments): the plan compares partitions by
+/// name, and would keep the old topic's log open for the new one. Closed, the plan opens them
+/// again, in the new id's directory.
+async fn close_replaced_topics(
+    shard: &Rc<Shard>,
+    previous: &AssignmentView,
+    view: &AssignmentView,
+    open: &mut OpenState,
+) {
+    let mut by_shard: std::collections::BTreeMap<kaas_cluster::ids::ShardIndex, Vec<ShardCommand>> =
+        Default::default();
+    for (name, topic) in previous.topics() {
+        if view.topics().get(name).is_none_or(|now| now.id == topic.id) {
+            continue;
+        }
+        for number in 0..topic.partitions {
+            let partition = TopicPartition::new(name.clone(), number);
+            for (target, _) in open.where_open(&partition) {
+                by_shard
+                    .entry(target)
+                    .or_default()
+                    .push(ShardCommand::ClosePartition {
+                        partition: partition.clone(),
+                    });
+            }
+        }
+    }
+    if !by_shard.is_empty() {
+        run_phase(shard, by_shard, open).await;
+    }
+}
+
+/// How long after applying an assignment a broker waits before it removes the topics that
+/// assignment deleted: every broker removes them, and each leader closes its partitions of
+/// them in the same assignment's close phase, so the wait lets the leaders close cleanly (a
+/// close after the removal fails, logged) rather than racing a broker that led nothing. A
+/// leader whose view lags longer is fenced by the removal all the same.
+const REMOVAL_DELAY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Removes, [`REMOVAL_DELAY`] from now and in the background, the files of every topic
+/// `previous` had that `view` has not (by name and id). A failure is logged: the files stay,
+/// read by nobody (no later topic has that id).
+fn remove_deleted_topics(shard: &Rc<Shard>, previous: &AssignmentView, view: &AssignmentView) {
+    let deleted: Vec<(String, String)> = previous
+        .topics()
+        .iter()
+        .filter(|(name, topic)| {
+            view.topics()
+                .get(*name)
+                .is_none_or(|now| now.id != topic.id)
+        })
+        .map(|(name, topic)| (name.as_str().to_string(), topic.id.to_string()))
+        .collect();
+    if deleted.is_empty() {
+        return;
+    }
+    let storage = shard.logs.storage().clone();
+    // Only this shard's timer and the storage's file threads wake it: detaching is enough.
+    glommio::spawn_local(async move {
+        glommio::timer::sleep(REMOVAL_DELAY).await;
+        for (name, id) in deleted {
+            match topic_incarnation::remove_deleted_topic(&storage, &name, &id).await {
+                Ok(moved) => {
+                    tracing::info!(topic = %name, topic_id = %id, moved, "deleted topic's files removed")
+                }
+                Err(error) => {
+                    tracing::warn!(topic = %name, topic_id = %id, %error, "removing a deleted topic's files")
+                }
+            }
+        }
+    })
+    .detach();
 }
 
 /// Forgets, on every shard, loaded groups that `view` has another broker coordinate (named

@@ -142,6 +142,30 @@ impl TopicChanges {
         }
     }
 
+    /// Legacy AlterConfigs on a topic: `change` replaces its overrides as a whole. In cluster
+    /// mode the new full set replaces the KafkaTopic's configs (see
+    /// [`ClusterTopicChanges::replace_configs`]), not a diff against this broker's view.
+    pub async fn replace_configs(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        change: impl FnOnce(&mut TopicConfig) -> Result<(), InvalidConfig>,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        match self {
+            TopicChanges::Standalone(admin) => {
+                admin
+                    .alter_configs(shard, name, change, validate_only)
+                    .await
+            }
+            TopicChanges::Cluster(cluster) => {
+                cluster
+                    .replace_configs(shard, name, change, validate_only)
+                    .await
+            }
+        }
+    }
+
     /// AlterConfigs / IncrementalAlterConfigs on a consumer group: `change` edits its
     /// overrides. Refused in cluster mode (see [`ClusterTopicChanges::alter_group_configs`]).
     pub async fn alter_group_configs(

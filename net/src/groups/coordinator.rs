@@ -364,6 +364,39 @@ impl GroupCoordinator {
         }
     }
 
+    /// Cluster mode: loads every group with a store on the volume that this shard
+    /// coordinates and `placed_here` accepts (the view gives it to this broker), so that
+    /// ListGroups lists the groups this broker coordinates, loaded or not, as Kafka's
+    /// coordinator lists every group of the `__consumer_offsets` partitions it has loaded.
+    /// A group that fails to load (a newer coordinator's claim, a store error) is logged and
+    /// left out; failing to list the volume is the request's error. Standalone mode loaded
+    /// every group at start-up: nothing to do.
+    pub async fn load_stored_groups(
+        &self,
+        placed_here: impl Fn(&str) -> bool,
+    ) -> Result<(), ErrorCode> {
+        self.check_ready()?;
+        if !self.loads_on_demand.get() {
+            return Ok(());
+        }
+        let ids = GroupStore::list(&self.storage).await.map_err(|error| {
+            tracing::error!(%error, "listing stored groups");
+            store_error_code(&error)
+        })?;
+        for id in ids {
+            // One still opening (an AdoptGroup, another request) is waited for: listed once
+            // it is loaded, as every other.
+            let ready = matches!(self.groups.borrow().get(&id), Some(Slot::Ready(_)));
+            if ready || !self.owns(&id) || !placed_here(&id) {
+                continue;
+            }
+            if let Err(code) = self.find(&id).await {
+                tracing::warn!(group = %id, ?code, "stored group not loaded for ListGroups");
+            }
+        }
+        Ok(())
+    }
+
     /// Every loaded group.
     pub fn groups(&self) -> Vec<Rc<Group>> {
         self.groups

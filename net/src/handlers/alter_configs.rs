@@ -1,6 +1,7 @@
 //! AlterConfigs (key 33), the legacy API: each resource's configs are replaced whole, so a
 //! config the request does not name goes back to its default (as in Kafka). Topic and group
-//! resources are altered; broker settings are refused as read-only.
+//! resources are altered; broker settings are refused as read-only. In cluster mode a
+//! topic's new full set replaces its KafkaTopic's configs as a whole.
 
 use std::rc::Rc;
 
@@ -37,7 +38,7 @@ pub async fn handle(shard: &Rc<Shard>, request: AlterConfigsRequest) -> AlterCon
             RESOURCE_TOPIC => with_topic_admin(shard, move |admin_shard| async move {
                 let defaults = admin_shard.config.topic_defaults.clone();
                 admin(&admin_shard)
-                    .alter_configs(
+                    .replace_configs(
                         &admin_shard,
                         &name,
                         |config| {

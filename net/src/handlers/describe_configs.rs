@@ -229,7 +229,7 @@ fn group_entries(
 fn broker_entries(shard: &Shard) -> Vec<DescribeConfigsResourceResult> {
     let config = &shard.config;
     let defaults = &config.topic_defaults;
-    let settings: [(&str, String, i8); 7] = [
+    let settings: [(&str, String, i8); 9] = [
         (
             "auto.create.topics.enable",
             config.auto_create_topics.to_string(),
@@ -263,6 +263,16 @@ fn broker_entries(shard: &Shard) -> Vec<DescribeConfigsResourceResult> {
         (
             "socket.request.max.bytes",
             config.max_request_bytes.to_string(),
+            TYPE_INT,
+        ),
+        (
+            "producer.id.expiration.ms",
+            config.producer_expiration.expiration_ms.to_string(),
+            TYPE_INT,
+        ),
+        (
+            "producer.id.expiration.check.interval.ms",
+            config.producer_expiration.check_interval_ms.to_string(),
             TYPE_INT,
         ),
     ];

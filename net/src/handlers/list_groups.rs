@@ -1,8 +1,16 @@
 //! ListGroups (key 16): every group of every shard, filtered by state and type.
+//!
+//! Kafka's ListGroups lists the groups the broker coordinates. Standalone that is every group
+//! (all are loaded at start-up). In cluster mode groups load on demand, so each shard first
+//! loads the stored groups the view places on this broker and the shard coordinates
+//! (`GroupCoordinator::load_stored_groups`): a group that moved here is listed before any
+//! member's request reached it. Loaded groups the view gives another broker (a view that
+//! moved while the takeover driver has not dropped them yet) are left out.
 
 use std::rc::Rc;
 
 use crate::broker::shard::Shard;
+use crate::handlers::find_coordinator::group_broker;
 use crate::protocol::messages::list_groups::{ListGroupsRequest, ListGroupsResponse, ListedGroup};
 use crate::protocol::ErrorCode;
 
@@ -11,12 +19,17 @@ pub async fn handle(shard: &Rc<Shard>, request: ListGroupsRequest) -> ListGroups
     let per_shard = shard
         .router
         .broadcast(shard, |shard| async move {
-            shard.groups.check_ready()?;
+            let placed_here = |group: &str| {
+                !shard.view.load().is_cluster()
+                    || group_broker(&shard, group) == Some(shard.config.node_id)
+            };
+            shard.groups.load_stored_groups(placed_here).await?;
             Ok::<_, ErrorCode>(
                 shard
                     .groups
                     .groups()
                     .iter()
+                    .filter(|group| placed_here(&group.id))
                     .map(|group| group.listing())
                     .collect::<Vec<ListedGroup>>(),
             )

@@ -1,0 +1,124 @@
+//! Producer-id blocks claimed on the shared volume (cluster mode), so that brokers sharing one
+//! data directory never hand out the same producer id. The broker's allocator (kaas-net's
+//! `producer_ids`) decides block sizes and ids; this module only claims block numbers, through
+//! [`Storage`] (on the caller's shard, async; the blocking calls run on glommio's blocking
+//! pool, never on the shard's thread).
+//!
+//! On-disk format: `<data>/__cluster/producer-id-blocks/<n>`, one empty file per claimed block
+//! `n` (a decimal number, no padding). A broker claims a block by creating its file with
+//! `O_CREAT | O_EXCL` ([`Storage::create_new_synced`]: exactly one creator wins, on a local
+//! disk, CephFS and NFSv3+ alike), then `fsync`s the directory before the claim is returned,
+//! so a crash can never forget a claim whose ids were used. It starts looking at one past the
+//! highest block listed (so a restart never goes back) and moves up on every claim another
+//! broker won. A crash leaves at most a claimed, partly used block: its remaining ids are
+//! skipped, never reused. Names that are not block numbers (a stray editor file) are not
+//! claims.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+use crate::storage::Storage;
+
+/// The directory of claim files, relative to the storage root.
+pub const BLOCKS_DIR: &str = "__cluster/producer-id-blocks";
+
+/// Claims the lowest free block numbered at least `from` and above every block claimed so
+/// far, returning its number; durable (file and directory fsynced) when it returns.
+pub async fn claim_block(storage: &Storage, from: i64) -> Result<i64> {
+    let dir = Path::new(BLOCKS_DIR);
+    storage.create_dir_all(dir).await?;
+    let mut block = from.max(highest_claimed(storage).await?.map_or(0, |n| n + 1));
+    loop {
+        if storage.create_new_synced(&claim_path(block)).await? {
+            storage.sync_dir(dir).await?;
+            return Ok(block);
+        }
+        block += 1;
+    }
+}
+
+fn claim_path(block: i64) -> PathBuf {
+    Path::new(BLOCKS_DIR).join(block.to_string())
+}
+
+async fn highest_claimed(storage: &Storage) -> Result<Option<i64>> {
+    Ok(storage
+        .list_dir(Path::new(BLOCKS_DIR))
+        .await?
+        .iter()
+        .filter_map(|name| name.parse::<i64>().ok())
+        .max())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn concurrent_claimers_never_share_a_block() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().to_path_buf();
+        // Four executors on four threads, as four brokers (or shards) on one volume.
+        let claimers: Vec<_> = (0..4)
+            .map(|_| {
+                let root = root.clone();
+                glommio::LocalExecutorBuilder::default()
+                    .spawn(move || async move {
+                        let storage = Storage::disk(root);
+                        let mut claimed = Vec::new();
+                        for _ in 0..25 {
+                            claimed.push(claim_block(&storage, 0).await.expect("claim"));
+                        }
+                        claimed
+                    })
+                    .expect("executor")
+            })
+            .collect();
+        let mut all: Vec<i64> = claimers
+            .into_iter()
+            .flat_map(|c| c.join().expect("join"))
+            .collect();
+        all.sort_unstable();
+        let claimed = all.len();
+        all.dedup();
+        assert_eq!(all.len(), claimed, "a block was claimed twice");
+        std::fs::write(root.join(BLOCKS_DIR).join("notes.txt~"), b"").expect("stray file");
+        let next = glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let storage = Storage::disk(root);
+                (
+                    claim_block(&storage, 0).await.expect("claim"),
+                    claim_block(&storage, 500).await.expect("claim"),
+                    claim_block(&storage, 0).await.expect("claim"),
+                )
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
+        assert_eq!(next, (100, 500, 501));
+    }
+
+    #[test]
+    fn the_claim_files_are_the_format() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path().to_path_buf();
+        // Claims written before (by an earlier broker version): empty files named by number.
+        std::fs::create_dir_all(root.join(BLOCKS_DIR)).expect("dir");
+        std::fs::write(root.join(BLOCKS_DIR).join("7"), b"").expect("claim");
+        let storage_root = root.clone();
+        let block = glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                claim_block(&Storage::disk(storage_root), 3)
+                    .await
+                    .expect("claim")
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
+        assert_eq!(block, 8);
+        let claim = root.join(BLOCKS_DIR).join("8");
+        assert_eq!(std::fs::metadata(&claim).expect("claim file").len(), 0);
+    }
+}

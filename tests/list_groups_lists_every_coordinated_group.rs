@@ -1,0 +1,155 @@
+//! ListGroups on a cluster broker lists every group that broker coordinates, loaded or not
+//! (two real `kaas` processes on one data directory). Kafka's ListGroups on a broker lists the
+//! groups of the `__consumer_offsets` partitions it leads, all loaded; a kaas broker loads a
+//! group on demand, so a group that moved to it by the fallback rule (never adopted by a
+//! command), and every group after a restart, has a store on the volume but is not loaded
+//! until a request for it arrives. Those must be listed too, and a broker must not list a
+//! group the assignment gives another broker.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use kaas_cluster::ids::{BrokerId, GroupId};
+use kaas_cluster::placement::fallback_coordinator;
+use kaas_net::protocol::messages::list_groups::ListGroupsRequest;
+use kaas_net::protocol::messages::offset_commit::{
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kaas_net::protocol::Response;
+use support::cluster::{endpoint, write_assignment, Broker};
+use support::WireClient;
+
+const TOPIC: &str = "listed";
+const NAMED: &str = "named-listed";
+const STAYS: &str = "stays-on-0";
+
+/// A tool's commit (generation -1, no member: the group is created Empty with the offset).
+fn commit(client: &mut WireClient, group: &str, offset: i64) -> i16 {
+    let request = OffsetCommitRequest {
+        group_id: group.into(),
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        topics: vec![OffsetCommitRequestTopic {
+            name: TOPIC.into(),
+            partitions: vec![OffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: offset,
+                committed_leader_epoch: -1,
+                committed_metadata: None,
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let Response::OffsetCommit(committed) = client.call(9, &request) else {
+        panic!("not OffsetCommit")
+    };
+    committed.topics[0].partitions[0].error_code
+}
+
+/// The group ids a broker lists (ListGroups v5, no filter), sorted; `(error, groups)`.
+fn listed(client: &mut WireClient) -> (i16, Vec<String>) {
+    let Response::ListGroups(listed) = client.call(5, &ListGroupsRequest::default()) else {
+        panic!("not ListGroups")
+    };
+    let mut groups: Vec<String> = listed.groups.into_iter().map(|g| g.group_id).collect();
+    groups.sort();
+    (listed.error_code, groups)
+}
+
+/// Commits until the coordinator answers (NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS
+/// while the view reaches the broker).
+fn commit_on_coordinator(client: &mut WireClient, group: &str, offset: i64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let code = commit(client, group, offset);
+        if code == 0 {
+            return;
+        }
+        assert!(
+            (code == 16 || code == 14) && Instant::now() < deadline,
+            "commit of {group}: {code}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn group_whose_fallback_is_broker_1() -> String {
+    (0..)
+        .map(|i| format!("unnamed-listed-{i}"))
+        .find(|group| {
+            fallback_coordinator(&GroupId::new(group), [BrokerId(0), BrokerId(1)])
+                == Some(BrokerId(1))
+        })
+        .expect("some group hashes to broker 1")
+}
+
+#[test]
+fn a_broker_lists_the_groups_it_coordinates_loaded_or_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().to_path_buf();
+    let cluster = data.join("__cluster");
+    std::fs::create_dir_all(&cluster).expect("cluster dir");
+    let unnamed = group_whose_fallback_is_broker_1();
+    let mut brokers: Vec<Broker> = (0..2).map(|id| Broker::new(id, &data)).collect();
+    let endpoints: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
+    let all_on_0 = [(NAMED, 0), (unnamed.as_str(), 0), (STAYS, 0)];
+    write_assignment(&cluster, 1, &endpoints, TOPIC, &[(0, 0)], &all_on_0);
+    for broker in &mut brokers {
+        broker.start();
+    }
+    for broker in &mut brokers {
+        broker.wait_for_version(1);
+    }
+    let mut first = WireClient::connect(brokers[0].kafka);
+    for (offset, group) in [NAMED, unnamed.as_str(), STAYS].into_iter().enumerate() {
+        commit_on_coordinator(&mut first, group, offset as i64);
+    }
+    let mut expected_on_0 = vec![NAMED.to_string(), unnamed.clone(), STAYS.to_string()];
+    expected_on_0.sort();
+    assert_eq!(listed(&mut first), (0, expected_on_0));
+    let mut second = WireClient::connect(brokers[1].kafka);
+    assert_eq!(
+        listed(&mut second),
+        (0, Vec::new()),
+        "broker 1 coordinates none yet"
+    );
+
+    // NAMED moves to broker 1 by name (adopted there); the assignment stops naming `unnamed`,
+    // whose fallback coordinator is broker 1: nothing loads it there until a request does.
+    write_assignment(
+        &cluster,
+        2,
+        &endpoints,
+        TOPIC,
+        &[(0, 0)],
+        &[(NAMED, 1), (STAYS, 0)],
+    );
+    for broker in &mut brokers {
+        broker.wait_for_version(2);
+    }
+    let mut expected_on_1 = vec![NAMED.to_string(), unnamed.clone()];
+    expected_on_1.sort();
+    assert_eq!(
+        listed(&mut second),
+        (0, expected_on_1.clone()),
+        "broker 1 lists the groups that moved to it, the one no command loaded included"
+    );
+    assert_eq!(
+        listed(&mut first),
+        (0, vec![STAYS.to_string()]),
+        "broker 0 no longer lists the groups it gave up"
+    );
+
+    // After a restart nothing is loaded: the listing comes from the volume.
+    brokers[1].terminate();
+    brokers[1].wait_for_ports_closed();
+    brokers[1].start();
+    brokers[1].wait_for_version(2);
+    let mut restarted = WireClient::connect(brokers[1].kafka);
+    assert_eq!(listed(&mut restarted), (0, expected_on_1));
+    for broker in &mut brokers {
+        broker.terminate();
+    }
+}
