@@ -122,10 +122,11 @@ fn has_topic(assignment: &Assignment) -> bool {
 
 /// The Java client's group (its consumer commits in it; cluster_moves.py checks it).
 const JAVA_GROUP: &str = "billing-java";
-/// The Java producer's records and the pause between two sends: about 40 s of sending,
-/// most of the test's steps, and done before the end so the test does not wait for it.
-const JAVA_RECORDS: usize = 2000;
-const JAVA_PACE_MS: u64 = 20;
+/// The Java producer's records and the pause between two sends: about 30 s of sending (the
+/// broker and controller kills and into the pause), few records beside librdkafka's, as the
+/// librdkafka groups commit each record they read, Java's too.
+const JAVA_RECORDS: usize = 600;
+const JAVA_PACE_MS: u64 = 50;
 
 /// The running clients and their files.
 struct Clients {
