@@ -77,6 +77,26 @@ impl ClusterBroker {
         bail!("broker {} never applied assignment {version}", self.id)
     }
 
+    /// Descriptors the process has open now (`/proc/<pid>/fd`); `None` once stopped.
+    pub fn open_descriptors(&self) -> Option<usize> {
+        let pid = self.child.as_ref()?.id();
+        Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
+    }
+
+    /// CPU time the process has used so far, user plus system (`/proc/<pid>/stat`);
+    /// `None` once stopped or when unreadable.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        let pid = self.child.as_ref()?.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split(' ').collect();
+        let ticks: u64 =
+            fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        // SAFETY: sysconf has no preconditions.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        (per_second > 0).then(|| Duration::from_secs_f64(ticks as f64 / per_second as f64))
+    }
+
     /// SIGTERM, then waits for the exit (kill -9 after 60 s).
     pub fn stop(&mut self) {
         let Some(mut child) = self.child.take() else {

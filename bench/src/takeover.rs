@@ -10,7 +10,10 @@
 //! without error (and the first, for the picture); broker 1 learns of the file from its
 //! change notification (or its 1 s poll), opens each partition at epoch 2 (claim, inherit the
 //! files of epoch 1, recover) while broker 0 closes them. Both brokers stop (SIGTERM) after
-//! each run and the directory is removed. Reported: every run and the median per `N`.
+//! each run and the directory is removed. Reported: every run and the median per `N`, and
+//! the descriptors broker 1 holds once it serves them all (`/proc/<pid>/fd`: what a broker
+//! needs per partition, against `ulimit -n`) and the CPU time it used for the takeover (on a
+//! shared machine a busy core, not the disk, can be what the takeover waits for).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -25,7 +28,7 @@ use crate::produce_probe::ProduceProbe;
 use crate::report::median;
 
 /// Report format identifier, bumped when fields change meaning.
-pub const TAKEOVER_FORMAT: &str = "kaas-bench-takeover/1";
+pub const TAKEOVER_FORMAT: &str = "kaas-bench-takeover/2";
 const TOPIC: &str = "moved";
 
 #[derive(Args, Debug, Clone)]
@@ -66,6 +69,10 @@ struct RunResult {
     all_served_ms: f64,
     /// Probe requests sent to broker 1 until then.
     probes: usize,
+    /// Descriptors broker 1 had open once it served every partition (-1: unknown).
+    new_leader_descriptors: i64,
+    /// CPU time broker 1 used from the assignment change until then (user + system).
+    new_leader_cpu_ms: f64,
 }
 
 #[derive(Serialize, Debug)]
@@ -185,10 +192,16 @@ fn one_run(args: &TakeoverArgs, partitions: usize, run: usize) -> anyhow::Result
             timeout,
         )?;
 
+        let cpu_before = new.cpu_time();
         let moved = Instant::now();
         write_assignment(&data, &[&old, &new], 2, TOPIC, partitions, 1, 2)?;
         let (first, all, probes) =
             serve_all(&new.kafka.to_string(), partitions, moved, interval, timeout)?;
+        let descriptors = new.open_descriptors().map_or(-1, |n| n as i64);
+        let cpu = match (cpu_before, new.cpu_time()) {
+            (Some(before), Some(after)) => after.saturating_sub(before).as_secs_f64() * 1e3,
+            _ => -1.0,
+        };
         old.stop();
         new.stop();
         Ok(RunResult {
@@ -196,6 +209,8 @@ fn one_run(args: &TakeoverArgs, partitions: usize, run: usize) -> anyhow::Result
             first_served_ms: first.as_secs_f64() * 1e3,
             all_served_ms: all.as_secs_f64() * 1e3,
             probes,
+            new_leader_descriptors: descriptors,
+            new_leader_cpu_ms: cpu,
         })
     })();
     let _ = std::fs::remove_dir_all(&data);
@@ -220,8 +235,8 @@ pub fn takeover_command(args: &TakeoverArgs) -> anyhow::Result<()> {
         results: Vec::new(),
     };
     println!(
-        "{:>10} {:>4} {:>14} {:>14} {:>14} {:>7}",
-        "partitions", "run", "initial ms", "first ms", "all ms", "probes"
+        "{:>10} {:>4} {:>14} {:>14} {:>14} {:>7} {:>7} {:>9}",
+        "partitions", "run", "initial ms", "first ms", "all ms", "probes", "fds", "cpu ms"
     );
     for &partitions in &args.partitions {
         let mut runs = Vec::new();
@@ -229,11 +244,13 @@ pub fn takeover_command(args: &TakeoverArgs) -> anyhow::Result<()> {
             let result = one_run(args, partitions, run)
                 .with_context(|| format!("{partitions} partitions, run {run}"))?;
             println!(
-                "{partitions:>10} {run:>4} {:>14.1} {:>14.1} {:>14.1} {:>7}",
+                "{partitions:>10} {run:>4} {:>14.1} {:>14.1} {:>14.1} {:>7} {:>7} {:>9.0}",
                 result.initial_serve_ms,
                 result.first_served_ms,
                 result.all_served_ms,
-                result.probes
+                result.probes,
+                result.new_leader_descriptors,
+                result.new_leader_cpu_ms
             );
             runs.push(result);
         }

@@ -10,11 +10,12 @@
 //! In a partition directory (and the same in a group directory):
 //!
 //! ```text
-//! claims/<epoch:020>        empty; created with O_EXCL, fsynced (the directory fsync of
-//!                           step 1 makes the name durable)
+//! claims/<epoch:020>        empty; created with O_EXCL; it and `claims/` are fsynced
+//!                           together at the end of step 1
 //! claims/<epoch:020>.live   empty; the leader's token: exists while no newer claimant
 //!                           has superseded it (removed by that claimant)
-//! claims/<epoch:020>.end    the claim's record, written after recovery (tmp + rename)
+//! claims/<epoch:020>.end    the claim's record, written in place after recovery, it and
+//!                           `claims/` fsynced together (a torn one fails its CRC: none)
 //! <name>-e<epoch>.<ext>     every file a leader at epoch > 0 writes carries its epoch
 //! <name>.<ext>              epoch 0: today's names, standalone mode, no claim
 //! ```
@@ -32,18 +33,34 @@
 //!    `O_EXCL` (a claim at E that exists already is this owner's own earlier attempt: the
 //!    controller never gives one epoch to two brokers), then the token `claims/<E>.live`,
 //!    then list `claims/`: fail if a claim above E exists now; otherwise remove the token of
-//!    every older claim listed (superseding its leader) and fsync `claims/`.
+//!    every older claim listed (superseding its leader), and fsync the claim file and
+//!    `claims/` (at once: they are independent, and both return before step 2).
 //! 2. Only now read: the base is the newest claim below E with a record (or epoch 0 when
-//!    there is none). Its checkpoint files are copied, its segment files hard-linked and
-//!    their indexes copied under epoch-E names; bytes of an inherited segment past the
-//!    length in the base's record never count.
+//!    there is none). Its checkpoint files and producer snapshots (which their writer only
+//!    ever replaces by a rename) and its segment files are hard-linked, and the segments'
+//!    indexes copied, under epoch-E names; bytes of an inherited segment past the length
+//!    in the base's record never count.
 //! 3. Recover from the epoch-E names without writing any inherited file: a torn tail is
 //!    cut logically (the length is recorded, the file is not truncated), earlier segments
 //!    get epoch-E index files, and appends go to a new segment of epoch E at the recovered
 //!    end, never into the inherited last segment. What recovery read of the old leader's
-//!    last segment is fdatasync'd, so it is durable before anything builds on it.
-//! 4. Write `claims/<E>.end`, check for a newer claim again, then remove the names of older
-//!    epochs (the links keep the data) and their claims.
+//!    last segment is fdatasync'd, so it is durable before anything builds on it. A last
+//!    segment of at most `recovery::ADOPT_TAIL_MAX_BYTES` counted bytes is instead adopted
+//!    (below, "Adopting the inherited tail"): its counted bytes are copied into a file of
+//!    E's own, which the appends then extend.
+//! 4. Write `claims/<E>.end` and fsync it and `claims/`, check for a newer claim again, then
+//!    remove the names of older epochs (the links keep the data) and their claims. The
+//!    removals are not fsynced: a name a crash brings back belongs to an epoch below E,
+//!    which no epoch from E on reads (a takeover's base is the newest claim with a record),
+//!    and the next takeover removes it again.
+//!
+//! The record is written in place, not through a temporary file and a rename: a record
+//! that is torn or empty fails its CRC and reads as no record, and that is the truth
+//! whenever it can happen. After a crash: the takeover had not finished (E answers nothing
+//! before both fsyncs returned), and a retry at E starts over. Read by a claimant F > E
+//! while E is still writing it: F's claim came before E's check that follows the write, so
+//! E stops there and never answers, and F takes the older base, whose files E only removes
+//! after that check.
 //!
 //! Reopening at E once `claims/<E>.end` exists reads the epoch-E names, with the recorded
 //! lengths of the inherited segments (an adopted one is E's own and counts whole), and
@@ -67,6 +84,26 @@
 //!   claim: O writes one only after a token check that follows every swap the value
 //!   counts on ([`crate::compaction::cleaner_checkpoint`]), so those swaps came before E
 //!   superseded O, and the files E linked hold them.
+//!
+//! # Adopting the inherited tail
+//!
+//! When recovery at E ends in an inherited segment holding at most
+//! `recovery::ADOPT_TAIL_MAX_BYTES` counted bytes (the common case after a takeover of a
+//! quiet partition), it copies exactly those bytes, which its scan validated, to a
+//! temporary file of E's, fdatasyncs it, renames it over the segment's epoch-E name (the
+//! hard link) and fsyncs the directory, all before the record. E's record lists the
+//! segment as adopted (`u64::MAX`, as below) from its first version on, and E appends to
+//! the copy: it is E's active segment, as a segment E rolled would be.
+//! - The copy holds the bytes that count and nothing else, durably, before the record says
+//!   it counts whole; the file older epochs name is never written (a stale leader's appends
+//!   land in it and nowhere E reads).
+//! - A crash before the record leaves a takeover that never finished (the retry removes
+//!   E's files); after it, the copy is there under E's name, since the rename and the
+//!   directory fsync came first.
+//! - A takeover at F > E treats the adopted segment as E's own: it links it and takes it up
+//!   to its valid end, as for a segment E rolled, and records what it counted. What a stale
+//!   E appends after F's claim is never acknowledged (its token check fails), exactly as
+//!   for any segment of E's own.
 //!
 //! # Adopting a cleaned segment
 //!
@@ -116,8 +153,8 @@
 //! Tokens of a claimant that stopped remain until the next takeover's clean-up and fence
 //! nobody (it never led). A newer claim that never gets as far as removing tokens read
 //! nothing and acknowledges nothing; the old leader goes on until a claimant does. The
-//! claims directory fsync after the removals makes them durable before E reads, so a volume
-//! that restarts cannot revive a superseded token.
+//! claims directory fsync after the removals (together with the claim file's) makes them
+//! durable before E reads, so a volume that restarts cannot revive a superseded token.
 //!
 //! # What the shared file system must guarantee
 //!
@@ -378,8 +415,8 @@ pub(crate) enum Claimed {
 pub(crate) async fn claim(storage: &Storage, dir: &Path, epoch: u32) -> Result<Claimed> {
     check_claims(storage, dir, epoch).await?;
     storage.create_dir_all(&claims_dir(dir)).await?;
-    // Durable with the directory fsync below, which also covers the token and the removals.
-    let created = storage.create_new_synced(&claim_path(dir, epoch)).await?;
+    // Made durable with the fsyncs below, which also cover the token and the removals.
+    let created = storage.create_new(&claim_path(dir, epoch)).await?;
     // The token goes first, the listing after it: a claimant above us that listed before
     // our token existed is seen by this listing, and we stop; one that lists later removes
     // the token (see the module documentation).
@@ -395,9 +432,12 @@ pub(crate) async fn claim(storage: &Storage, dir: &Path, epoch: u32) -> Result<C
     for &older in found.iter().filter(|&&older| older < epoch) {
         storage.remove(&live_path(dir, older)).await?;
     }
-    // Makes the claim, our token and the removals durable at once before anything is read,
-    // so that a volume that restarts cannot bring a stale leader's token back.
-    storage.sync_dir(&claims_dir).await?;
+    // Makes the claim, our token and the removals durable before anything is read, so that
+    // a volume that restarts cannot bring a stale leader's token back: the claim file and
+    // the directory are fsynced at once (one wait for the disk instead of two).
+    storage
+        .sync_at_once(vec![claim_path(dir, epoch), claims_dir.clone()])
+        .await?;
     if !created {
         if let Some(own) = read_record(storage, dir, epoch).await? {
             return Ok(Claimed::Reopen(own));
@@ -444,21 +484,21 @@ pub(crate) async fn complete(
     is_engine_file: fn(&str) -> bool,
 ) -> Result<()> {
     let epoch = record.epoch;
-    storage
-        .write_small_durable(&record_path(dir, epoch), record.encode())
-        .await?;
+    // Written in place, the file and its directory fsynced at once: a record torn by a
+    // crash fails its CRC and reads as none, which is what it is (the takeover had not
+    // finished: nothing was answered before both fsyncs returned). See the module doc.
+    let path = record_path(dir, epoch);
+    storage.write_in_place(&path, record.encode()).await?;
+    storage.sync_at_once(vec![path, claims_dir(dir)]).await?;
     // After this check a newer claimant sees our record and reads only epoch-`epoch`
     // names; before it, one that claimed may still be reading older names.
     check_claims(storage, dir, epoch).await?;
-    let mut removed = false;
+    // The removals are not fsynced: a name of an older epoch that a crash brings back is
+    // one no epoch from `epoch` on reads, and the next takeover removes it again.
     for name in storage.list_dir(dir).await? {
         if is_engine_file(&name) && file_epoch(&name) < epoch {
             storage.remove(&dir.join(&name)).await?;
-            removed = true;
         }
-    }
-    if removed {
-        storage.sync_dir(dir).await?;
     }
     let claims_dir = claims_dir(dir);
     for name in storage.list_dir(&claims_dir).await? {

@@ -19,9 +19,11 @@ use std::sync::{mpsc, Arc, Mutex, OnceLock};
 
 use futures_channel::oneshot;
 
-/// Worker threads in the process. Enough to keep a disk's queue busy with fsyncs of
-/// different files (a takeover's calls are mostly fsyncs); they use no CPU while they wait.
-pub const FILE_THREADS: usize = 16;
+/// Worker threads in the process. A takeover's calls are mostly fsyncs, and on ext4 the
+/// fsyncs in flight together share one journal commit: with 16 threads, 1,000 partitions'
+/// ~20,000 fsyncs waited in a queue for 16 at a time; 64 let a shard's 64 opens in flight
+/// each keep one running. They use no CPU while they wait.
+pub const FILE_THREADS: usize = 64;
 
 type Job = Box<dyn FnOnce() + Send>;
 

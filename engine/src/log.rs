@@ -685,9 +685,10 @@ impl PartitionLog {
         Ok(())
     }
 
-    /// A stale leader's roll can race the takeover's removal of its epoch's files (the new
-    /// segment vanishes between its creation and its first use): when the fence says the
-    /// log was superseded, that is the error to report (and keep), not the I/O failure.
+    /// A stale leader's roll or checkpoint can race the takeover's removal of its epoch's
+    /// files (a new segment or index file vanishes between its creation and its first use):
+    /// when the fence says the log was superseded, that is the error to report (and keep),
+    /// not the I/O failure.
     async fn fenced_instead(&self, error: EngineError) -> EngineError {
         if self.shared.epoch == 0 || matches!(error, EngineError::Fenced { .. }) {
             return error;
@@ -1135,7 +1136,13 @@ impl PartitionLog {
             .acquire_permit(1)
             .await
             .map_err(|_| EngineError::Closed)?;
-        self.checkpoint_inner().await
+        match self.checkpoint_inner().await {
+            // A newer epoch's takeover removes this epoch's names once it has recorded its
+            // claim, so a superseded leader's checkpoint (its close, say) can find a file it
+            // just created gone: what to report then is the fence, not the I/O error.
+            Err(error @ EngineError::Io { .. }) => Err(self.fenced_instead(error).await),
+            other => other,
+        }
     }
 
     async fn checkpoint_inner(&self) -> Result<()> {

@@ -215,31 +215,27 @@ impl Storage {
         }
     }
 
-    /// Creates an empty file that must not exist yet (`O_EXCL`) and fsyncs it; the caller
-    /// fsyncs the directory ([`Storage::sync_dir`]) before anything depends on the name
-    /// surviving a crash. Returns false, creating nothing, when the file already exists. On
-    /// a shared volume this is the claim primitive of [`crate::fence`]: of several brokers
-    /// creating the same name, exactly one succeeds, and the name is visible to all once it
-    /// returns.
-    pub async fn create_new_synced(&self, relative: &Path) -> Result<bool> {
+    /// Creates an empty file that must not exist yet (`O_EXCL`), without any fsync: the
+    /// caller makes it durable with [`Storage::sync_at_once`] (the file and its directory)
+    /// before anything depends on it surviving a crash. Returns false, creating nothing,
+    /// when the file already exists. On a shared volume this is the claim primitive of
+    /// [`crate::fence`]: of several brokers creating the same name, exactly one succeeds,
+    /// and the name is visible to all once it returns.
+    pub async fn create_new(&self, relative: &Path) -> Result<bool> {
         match self {
             Storage::Disk(_) => {
                 let path = self.absolute(relative);
                 let context = format!("creating {}", relative.display());
                 blocking(move || -> std::io::Result<bool> {
-                    let file = match std::fs::OpenOptions::new()
+                    match std::fs::OpenOptions::new()
                         .write(true)
                         .create_new(true)
                         .open(&path)
                     {
-                        Ok(file) => file,
-                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                            return Ok(false)
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    file.sync_all()?;
-                    Ok(true)
+                        Ok(_) => Ok(true),
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+                        Err(e) => Err(e),
+                    }
                 })
                 .await
                 .map_err(|e| EngineError::io(context, e))
@@ -253,6 +249,29 @@ impl Storage {
                 Ok(true)
             }
         }
+    }
+
+    /// Fsyncs every file and directory in `paths` at once (one file-thread job each) and
+    /// returns when all are durable, or with the first error. Independent fsyncs that run
+    /// together share the file system's journal commits, so a batch costs about one fsync's
+    /// wait instead of one per path: what a takeover does for the files it just wrote and
+    /// the directory that names them. A path that does not exist is an error.
+    pub async fn sync_at_once(&self, paths: Vec<PathBuf>) -> Result<()> {
+        let Storage::Disk(_) = self else {
+            return Ok(());
+        };
+        let syncs = paths.into_iter().map(|relative| {
+            let path = self.absolute(&relative);
+            async move {
+                blocking(move || std::fs::File::open(&path)?.sync_all())
+                    .await
+                    .map_err(|e| EngineError::io(format!("syncing {}", relative.display()), e))
+            }
+        });
+        for result in futures_util::future::join_all(syncs).await {
+            result?;
+        }
+        Ok(())
     }
 
     /// Creates an empty file unless it exists, without any fsync: the caller fsyncs the
@@ -340,35 +359,124 @@ impl Storage {
         }
     }
 
-    /// Writes a file under a name nobody else uses yet and fsyncs it, without the rename
-    /// and directory fsync of [`Storage::write_small_durable`]: for batches of new files
-    /// whose directory the caller fsyncs once afterwards, and which count only once a later
-    /// durable write says so.
+    /// Writes a file under a name nobody else uses yet, without any fsync: for batches of
+    /// new files that the caller makes durable at once ([`Storage::sync_at_once`], with
+    /// their directory), and which count only once a later durable write says so.
     pub async fn write_new_file(&self, relative: &Path, bytes: Vec<u8>) -> Result<()> {
         match self {
             Storage::Disk(_) => {
                 let path = self.absolute(relative);
                 let context = format!("writing {}", relative.display());
-                blocking(move || -> std::io::Result<()> {
-                    use std::io::Write;
-                    // Never through an existing name: it may be a hard link to a file
-                    // that is not ours to change.
-                    match std::fs::remove_file(&path) {
-                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                        _ => {}
-                    }
-                    let mut file = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(&path)?;
-                    file.write_all(&bytes)?;
-                    file.sync_all()
+                blocking(move || write_new(&path, &bytes))
+                    .await
+                    .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                // A new file, not the contents of one that a hard link shares.
+                lock(&store.files).insert(relative.to_path_buf(), Arc::new(Mutex::new(bytes)));
+                Ok(())
+            }
+        }
+    }
+
+    /// Copies the small file `from` under the new name `to` ([`Storage::write_new_file`]:
+    /// no fsync) in one file-thread job; returns false, writing nothing, when `from` does
+    /// not exist.
+    pub async fn copy_new_file(&self, from: &Path, to: &Path) -> Result<bool> {
+        match self {
+            Storage::Disk(_) => {
+                let (from_path, to_path) = (self.absolute(from), self.absolute(to));
+                let context = format!("copying {} to {}", from.display(), to.display());
+                blocking(move || -> std::io::Result<bool> {
+                    let bytes = match std::fs::read(&from_path) {
+                        Ok(bytes) => bytes,
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+                        Err(e) => return Err(e),
+                    };
+                    write_new(&to_path, &bytes)?;
+                    Ok(true)
                 })
                 .await
                 .map_err(|e| EngineError::io(context, e))
             }
             Storage::Memory(store) => {
-                // A new file, not the contents of one that a hard link shares.
+                let Some(file) = store.get(from) else {
+                    return Ok(false);
+                };
+                let bytes = lock(&file).clone();
+                lock(&store.files).insert(to.to_path_buf(), Arc::new(Mutex::new(bytes)));
+                Ok(true)
+            }
+        }
+    }
+
+    /// Writes `bytes` as the whole content of `relative` in place (created or truncated, no
+    /// temporary file, no fsync): for a file whose readers treat a torn or empty copy as
+    /// absent (the claim record of [`crate::fence`], checked by its CRC), made durable by
+    /// the caller.
+    pub async fn write_in_place(&self, relative: &Path, bytes: Vec<u8>) -> Result<()> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("writing {}", relative.display());
+                blocking(move || std::fs::write(&path, &bytes))
+                    .await
+                    .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                lock(&store.files).insert(relative.to_path_buf(), Arc::new(Mutex::new(bytes)));
+                Ok(())
+            }
+        }
+    }
+
+    /// Gives `relative` a new file of its own holding the first `len` bytes of the file it
+    /// names now (which may be a hard link shared with another epoch): the bytes are copied
+    /// to `<name>.tmp`, fdatasync'd and renamed over `relative`, so the old file, under its
+    /// other names, is left as it was. The directory is not fsynced: the caller does, before
+    /// anything depends on the new file being there after a crash.
+    pub async fn replace_with_copy(&self, relative: &Path, len: u64) -> Result<()> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("copying {} to a file of its own", relative.display());
+                blocking(move || -> std::io::Result<()> {
+                    use std::io::Read;
+                    let mut bytes = Vec::new();
+                    std::fs::File::open(&path)?
+                        .take(len)
+                        .read_to_end(&mut bytes)?;
+                    if bytes.len() as u64 != len {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::UnexpectedEof,
+                            format!("{} bytes to copy, {} there", len, bytes.len()),
+                        ));
+                    }
+                    let mut tmp_name = path.as_os_str().to_owned();
+                    tmp_name.push(".tmp");
+                    let tmp = PathBuf::from(tmp_name);
+                    write_new(&tmp, &bytes)?;
+                    std::fs::File::open(&tmp)?.sync_data()?;
+                    std::fs::rename(&tmp, &path)
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => {
+                let Some(file) = store.get(relative) else {
+                    return Err(EngineError::io(
+                        format!("copying {}", relative.display()),
+                        std::io::Error::from(std::io::ErrorKind::NotFound),
+                    ));
+                };
+                let mut bytes = lock(&file).clone();
+                if (bytes.len() as u64) < len {
+                    return Err(EngineError::io(
+                        format!("copying {}", relative.display()),
+                        std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+                    ));
+                }
+                bytes.truncate(len as usize);
                 lock(&store.files).insert(relative.to_path_buf(), Arc::new(Mutex::new(bytes)));
                 Ok(())
             }
@@ -548,6 +656,21 @@ fn create_dir_all_durable(path: &Path) -> std::io::Result<()> {
         std::fs::File::open(parent)?.sync_all()?;
     }
     Ok(())
+}
+
+/// Writes a new file at `path`, never through an existing name (it may be a hard link to
+/// a file that is not ours to change): a leftover under that name is removed first.
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?
+        .write_all(bytes)
 }
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -9,6 +9,7 @@ mod direct_io;
 mod io_uring;
 mod memlock;
 mod mount_caching;
+mod nofile;
 mod shared_volume;
 
 use kaas_net::broker::config::BrokerConfig;
@@ -46,6 +47,7 @@ impl Refusal {
 pub fn run(config: &BrokerConfig) -> Result<(), Refusal> {
     io_uring::check()?;
     memlock::check(config.shards)?;
+    nofile::raise_soft_limit();
     if let Some(data_dir) = &config.data_dir {
         direct_io::check(data_dir)?;
         if let Some(cluster) = &config.cluster {

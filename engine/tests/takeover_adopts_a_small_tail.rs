@@ -1,0 +1,154 @@
+//! A takeover of a partition whose last segment is small copies that segment's counted
+//! bytes into a file of the new epoch's own and appends to it (`fence`, "Adopting the
+//! inherited tail"), instead of keeping the inherited file open beside a new segment: one
+//! segment file per partition after the takeover. The old leader's file is never written by
+//! the new one, the old leader's stale appends stay invisible, and the next takeover
+//! inherits everything the new leader acknowledged. A last segment above the bound keeps
+//! the inherited file and starts a new segment, as before.
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use common::{batch, disk_storage, partition_dir, read_all, run, stamped};
+use kaas_engine::{EngineError, LogConfig, PartitionLog};
+
+const NOW: i64 = 1_700_000_000_000;
+
+fn produced(seed: u64, value_len: usize) -> Vec<u8> {
+    batch(seed, 2, value_len, NOW + seed as i64, None)
+}
+
+async fn append_acked(
+    log: &PartitionLog,
+    seeds: &[u64],
+    value_len: usize,
+    epoch: i32,
+) -> Vec<(u64, Vec<u8>)> {
+    let mut acked = Vec::new();
+    for &seed in seeds {
+        let records = produced(seed, value_len);
+        let outcome = log
+            .append_durable(&records, epoch, NOW)
+            .await
+            .expect("append");
+        acked.push((
+            outcome.base_offset,
+            stamped(&records, outcome.base_offset, epoch),
+        ));
+    }
+    acked
+}
+
+async fn assert_holds(log: &PartitionLog, expected: &[(u64, Vec<u8>)]) {
+    let got: Vec<(u64, Vec<u8>)> = read_all(log, 0, 4 << 20)
+        .await
+        .iter()
+        .map(|b| (b.base_offset, b.bytes.to_vec()))
+        .collect();
+    assert_eq!(got.len(), expected.len(), "batch count");
+    for (got, want) in got.iter().zip(expected) {
+        assert_eq!(got.0, want.0, "offset");
+        assert!(got.1 == want.1, "bytes at offset {}", want.0);
+    }
+}
+
+fn segment_file(root: &Path, epoch: u32) -> std::path::PathBuf {
+    let name = match epoch {
+        0 => "00000000000000000000.log".to_string(),
+        e => format!("00000000000000000000-e{e}.log"),
+    };
+    root.join(partition_dir()).join(name)
+}
+
+#[test]
+fn a_small_inherited_tail_becomes_the_new_leaders_own_segment() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().to_path_buf();
+    run(move || async move {
+        let storage = disk_storage(&root).await;
+        let dir = partition_dir();
+        let config = LogConfig::default();
+        let old = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 1)
+            .await
+            .expect("open at epoch 1");
+        let mut acked = append_acked(&old, &[1, 2, 3], 300, 1).await;
+        // Held open: the takeover removes the epoch-1 name once it has recorded its claim.
+        let old_file = std::fs::File::open(segment_file(&root, 1)).expect("epoch 1 file");
+        let old_meta = old_file.metadata().expect("stat");
+
+        let new = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 2)
+            .await
+            .expect("take over at epoch 2");
+        assert_eq!(new.segment_count(), 1, "the tail was adopted, not sealed");
+        assert_ne!(
+            std::fs::metadata(segment_file(&root, 2))
+                .expect("epoch 2 file")
+                .ino(),
+            old_meta.ino(),
+            "epoch 2 appends to a file of its own, not the link"
+        );
+        assert_holds(&new, &acked).await;
+        acked.extend(append_acked(&new, &[20, 21], 300, 2).await);
+        assert_eq!(new.segment_count(), 1);
+        assert_eq!(
+            old_file.metadata().expect("stat").len(),
+            old_meta.len(),
+            "the new leader never writes the old leader's file"
+        );
+
+        // The old leader wakes up: its appends land in its own file, its flush is fenced.
+        let stale = produced(99, 300);
+        old.append(&stale, 1, NOW).await.expect("stale append");
+        match old.flush().await {
+            Err(EngineError::Fenced { by_epoch: 2, .. }) => {}
+            other => panic!("expected Fenced by 2, got {other:?}"),
+        }
+        assert_holds(&new, &acked).await;
+
+        // The next takeover inherits all of epoch 2's log (the adopted segment counts whole)
+        // and none of the stale append.
+        let next = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 3)
+            .await
+            .expect("take over at epoch 3");
+        assert_eq!(next.segment_count(), 1);
+        assert_holds(&next, &acked).await;
+        acked.extend(append_acked(&next, &[30], 300, 3).await);
+        next.close().await.expect("close");
+        let reopened = PartitionLog::open_at_epoch(&storage, &dir, config, 3)
+            .await
+            .expect("reopen at epoch 3");
+        assert_holds(&reopened, &acked).await;
+        reopened.close().await.expect("close");
+    });
+}
+
+#[test]
+fn a_large_inherited_tail_is_sealed_beside_a_new_segment() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().to_path_buf();
+    run(move || async move {
+        let storage = disk_storage(&root).await;
+        let dir = partition_dir();
+        let config = LogConfig::default();
+        let old = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 1)
+            .await
+            .expect("open at epoch 1");
+        // Two batches of two 256 KiB records each (1 MiB in all, with their headers a little
+        // more): above the adoption bound.
+        let mut acked = append_acked(&old, &[1, 2], 256 << 10, 1).await;
+        old.close().await.expect("close");
+        let new = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 2)
+            .await
+            .expect("take over at epoch 2");
+        assert_eq!(new.segment_count(), 2, "inherited segment plus a new one");
+        acked.extend(append_acked(&new, &[3], 300, 2).await);
+        new.close().await.expect("close");
+        let reopened = PartitionLog::open_at_epoch(&storage, &dir, config, 2)
+            .await
+            .expect("reopen at epoch 2");
+        assert_holds(&reopened, &acked).await;
+        reopened.close().await.expect("close");
+    });
+}
