@@ -29,8 +29,9 @@ pub async fn claim_block(storage: &Storage, from: i64) -> Result<i64> {
     storage.create_dir_all(dir).await?;
     let mut block = from.max(highest_claimed(storage).await?.map_or(0, |n| n + 1));
     loop {
-        if storage.create_new_synced(&claim_path(block)).await? {
-            storage.sync_dir(dir).await?;
+        let path = claim_path(block);
+        if storage.create_new(&path).await? {
+            storage.sync_at_once(vec![path, dir.to_path_buf()]).await?;
             return Ok(block);
         }
         block += 1;

@@ -179,6 +179,33 @@ impl Broker {
     pub fn pause(&mut self) {
         self.signal(libc::SIGSTOP);
         self.paused = true;
+        self.wait_until_stopped();
+    }
+
+    /// kill(2) returns once SIGSTOP is queued, not once every thread has stopped: a thread
+    /// still running on another core could answer a request sent right after `pause`. Waits
+    /// until `/proc` shows every thread of the broker stopped (state `T`).
+    fn wait_until_stopped(&self) {
+        let pid = self.child.as_ref().expect("broker running").id();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc tasks");
+            let running = tasks.filter_map(Result::ok).any(|task| {
+                let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+                // The state follows the parenthesised command name.
+                let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+                state.is_some_and(|state| state != 'T' && state != 't')
+            });
+            if !running {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "broker {} did not stop within 10 s of SIGSTOP",
+                self.id
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// SIGCONT after [`Broker::pause`]: it carries on where it stopped, still believing
