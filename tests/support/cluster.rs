@@ -193,7 +193,9 @@ impl Broker {
             let running = tasks.filter_map(Result::ok).any(|task| {
                 let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
                 // The state follows the parenthesised command name.
-                let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+                let state = stat
+                    .rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.chars().next());
                 state.is_some_and(|state| state != 'T' && state != 't')
             });
             if !running {
