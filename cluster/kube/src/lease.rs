@@ -148,7 +148,8 @@ impl ControllerLease {
         }
     }
 
-    fn resource(&self) -> String {
+    /// The Lease as error messages name it (resource, name and namespace).
+    pub(crate) fn resource(&self) -> String {
         describe(
             "leases.coordination.k8s.io",
             Some(&self.name),

@@ -328,6 +328,7 @@ impl Campaign {
             let outcome = request(
                 &mut self.errors,
                 &self.options,
+                ("update", self.lease.resource()),
                 self.lease.renew(&held, &self.candidate),
             )
             .await;
@@ -348,7 +349,14 @@ impl Campaign {
             return;
         }
         let seen_at = Instant::now();
-        let Some(record) = request(&mut self.errors, &self.options, self.lease.read()).await else {
+        let Some(record) = request(
+            &mut self.errors,
+            &self.options,
+            ("get", self.lease.resource()),
+            self.lease.read(),
+        )
+        .await
+        else {
             return;
         };
         if let Some(record) = &record {
@@ -390,6 +398,7 @@ impl Campaign {
         let outcome = request(
             &mut self.errors,
             &self.options,
+            ("create or update", self.lease.resource()),
             self.lease.acquire_above(observed, &self.candidate, floor),
         )
         .await;
@@ -423,7 +432,14 @@ impl Campaign {
         let sent = Instant::now();
         self.state = State::Following;
         self.quiet_until = Some(sent + self.options.lease_duration);
-        match request(&mut self.errors, &self.options, self.lease.release(&held)).await {
+        match request(
+            &mut self.errors,
+            &self.options,
+            ("update", self.lease.resource()),
+            self.lease.release(&held),
+        )
+        .await
+        {
             Some(LeaseOutcome::Won(record)) => {
                 tracing::info!(epoch = epoch.0, "released the controller Lease");
                 self.see(&record, sent);
@@ -499,10 +515,12 @@ impl Campaign {
     }
 }
 
-/// Sends one request, bounded by the request timeout; failures are logged.
+/// Sends one request, bounded by the request timeout; failures are logged. `verb` and
+/// `resource` name it when it times out (other failures name themselves).
 async fn request<T>(
     errors: &mut ErrorLog,
     options: &CampaignOptions,
+    (verb, resource): (&str, String),
     request: impl std::future::Future<Output = Result<T, KubeAdapterError>>,
 ) -> Option<T> {
     match tokio::time::timeout(options.request_timeout(), request).await {
@@ -516,9 +534,8 @@ async fn request<T>(
         }
         Err(_) => {
             errors.failed(&format_args!(
-                "no answer from the API server within {:?} for Lease {:?}",
+                "cannot {verb} {resource}: no answer from the API server within {:?}",
                 options.request_timeout(),
-                options.lease_name
             ));
             None
         }
