@@ -13,7 +13,6 @@ mod support;
 use std::net::SocketAddr;
 
 use kaas_engine::batch::encode_batch_for_tests;
-use kaas_net::protocol::messages::init_producer_id::InitProducerIdRequest;
 use kaas_net::protocol::Response;
 use support::{Kaas, WireClient};
 
@@ -26,22 +25,6 @@ fn batch(producer: (i64, i16), base: i32, count: usize) -> Vec<u8> {
         .collect();
     let records: Vec<_> = values.iter().map(|v| (None, Some(v.as_slice()))).collect();
     encode_batch_for_tests(&records, 1_700_000_000_000, producer.0, producer.1, base)
-}
-
-/// A new idempotent producer id and epoch.
-fn init_producer(client: &mut WireClient) -> (i64, i16) {
-    let request = InitProducerIdRequest {
-        transactional_id: None,
-        transaction_timeout_ms: 60_000,
-        ..Default::default()
-    };
-    match client.call(4, &request) {
-        Response::InitProducerId(r) => {
-            assert_eq!(r.error_code, 0, "{r:?}");
-            (r.producer_id, r.producer_epoch)
-        }
-        other => panic!("unexpected {other:?}"),
-    }
 }
 
 /// Produces one batch to partition 0 of `topic`: (error code, base offset).
@@ -79,7 +62,7 @@ fn sequence_zero_after_sequences_of_the_same_epoch_is_out_of_order() {
     client.create_topic(&topic, 1, &[]);
 
     // A producer that began at 0: 0-122, 123-245, then a new batch starting at 0 again.
-    let producer = init_producer(&mut client);
+    let producer = client.init_producer();
     assert_eq!(
         produce(&mut client, &topic, batch(producer, 0, 123)),
         (0, 0)
@@ -104,7 +87,7 @@ fn sequence_zero_after_sequences_of_the_same_epoch_is_out_of_order() {
 
     // A producer this partition first saw at 123: its first batch is accepted (the partition
     // does not know it), and from then on 0 is out of order.
-    let producer = init_producer(&mut client);
+    let producer = client.init_producer();
     assert_eq!(
         produce(&mut client, &topic, batch(producer, 123, 123)),
         (0, 247)
@@ -168,7 +151,7 @@ fn a_producer_is_remembered_after_its_records_are_deleted() {
     let mut client = WireClient::connect(address);
     let topic = unique_topic("deleted-records");
     client.create_topic(&topic, 1, &[]);
-    let producer = init_producer(&mut client);
+    let producer = client.init_producer();
     assert_eq!(
         produce(&mut client, &topic, batch(producer, 0, 123)),
         (0, 0)

@@ -17,7 +17,6 @@ use kaas_engine::batch::encode_batch_for_tests;
 use kaas_net::protocol::messages::describe_configs::{
     DescribeConfigsRequest, DescribeConfigsResource,
 };
-use kaas_net::protocol::messages::init_producer_id::InitProducerIdRequest;
 use kaas_net::protocol::messages::metadata::MetadataRequest;
 use kaas_net::protocol::Response;
 use support::{Kaas, WireClient};
@@ -45,21 +44,6 @@ fn batch(producer: (i64, i16), sequence: i32) -> Vec<u8> {
         producer.1,
         sequence,
     )
-}
-
-fn init_producer(client: &mut WireClient) -> (i64, i16) {
-    let request = InitProducerIdRequest {
-        transactional_id: None,
-        transaction_timeout_ms: 60_000,
-        ..Default::default()
-    };
-    match client.call(4, &request) {
-        Response::InitProducerId(r) => {
-            assert_eq!(r.error_code, 0, "{r:?}");
-            (r.producer_id, r.producer_epoch)
-        }
-        other => panic!("unexpected {other:?}"),
-    }
 }
 
 /// Produces one batch to partition 0: (error code, base offset).
@@ -149,7 +133,7 @@ fn an_idle_producer_is_forgotten_after_the_expiration() {
         .map_or(0, |d| d.subsec_nanos());
     let topic = format!("idle-producer-{}-{nanos}", std::process::id());
     client.create_topic(&topic, 1, &[]);
-    let producer = init_producer(&mut client);
+    let producer = client.init_producer();
 
     // A topic just created may not have its leader yet (Kafka 4.4: NOT_LEADER_OR_FOLLOWER
     // for a moment); the retry of sequence 0 is the same batch.

@@ -15,6 +15,7 @@ use bytes::Bytes;
 use kaas_net::protocol::messages::create_topics::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
 };
+use kaas_net::protocol::messages::init_producer_id::InitProducerIdRequest;
 use kaas_net::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
 };
@@ -222,6 +223,23 @@ impl WireClient {
                 .iter()
                 .map(|p| (p.index, p.error_code, p.base_offset))
                 .collect(),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// A new idempotent producer: InitProducerId without a transactional id, asserting it
+    /// succeeded; returns (producer id, epoch).
+    pub fn init_producer(&mut self) -> (i64, i16) {
+        let request = InitProducerIdRequest {
+            transactional_id: None,
+            transaction_timeout_ms: 60_000,
+            ..Default::default()
+        };
+        match self.call(4, &request) {
+            Response::InitProducerId(r) => {
+                assert_eq!(r.error_code, 0, "{r:?}");
+                (r.producer_id, r.producer_epoch)
+            }
             other => panic!("unexpected {other:?}"),
         }
     }
