@@ -11,8 +11,6 @@
 mod support;
 
 use bytes::Bytes;
-use kaas_cluster::ids::{BrokerId, GroupId};
-use kaas_cluster::placement::fallback_coordinator;
 use kaas_net::protocol::messages::heartbeat::HeartbeatRequest;
 use kaas_net::protocol::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kaas_net::protocol::messages::offset_commit::{
@@ -22,7 +20,7 @@ use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetch
 use kaas_net::protocol::messages::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kaas_net::protocol::Response;
 use std::time::{Duration, Instant};
-use support::cluster::{endpoint, write_assignment, Broker};
+use support::cluster::{endpoint, group_whose_fallback_is_broker_1, write_assignment, Broker};
 use support::WireClient;
 
 const TOPIC: &str = "moves";
@@ -158,25 +156,13 @@ fn first_real_answer(mut attempt: impl FnMut() -> i16) -> i16 {
     }
 }
 
-/// A group id the assignment does not have to name for broker 0 and 1 to agree it is
-/// broker 1's.
-fn group_whose_fallback_is_broker_1() -> String {
-    (0..)
-        .map(|i| format!("unnamed-mover-{i}"))
-        .find(|group| {
-            fallback_coordinator(&GroupId::new(group), [BrokerId(0), BrokerId(1)])
-                == Some(BrokerId(1))
-        })
-        .expect("some group hashes to broker 1")
-}
-
 #[test]
 fn a_classic_group_keeps_its_members_and_offsets_on_its_new_coordinator() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
     let cluster = data.join("__cluster");
     std::fs::create_dir_all(&cluster).expect("cluster dir");
-    let unnamed = group_whose_fallback_is_broker_1();
+    let unnamed = group_whose_fallback_is_broker_1("unnamed-mover");
     let mut brokers: Vec<Broker> = (0..2).map(|id| Broker::new(id, &data)).collect();
     let endpoints: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
     write_assignment(

@@ -10,14 +10,12 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use kaas_cluster::ids::{BrokerId, GroupId};
-use kaas_cluster::placement::fallback_coordinator;
 use kaas_net::protocol::messages::list_groups::ListGroupsRequest;
 use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kaas_net::protocol::Response;
-use support::cluster::{endpoint, write_assignment, Broker};
+use support::cluster::{endpoint, group_whose_fallback_is_broker_1, write_assignment, Broker};
 use support::WireClient;
 
 const TOPIC: &str = "listed";
@@ -75,23 +73,13 @@ fn commit_on_coordinator(client: &mut WireClient, group: &str, offset: i64) {
     }
 }
 
-fn group_whose_fallback_is_broker_1() -> String {
-    (0..)
-        .map(|i| format!("unnamed-listed-{i}"))
-        .find(|group| {
-            fallback_coordinator(&GroupId::new(group), [BrokerId(0), BrokerId(1)])
-                == Some(BrokerId(1))
-        })
-        .expect("some group hashes to broker 1")
-}
-
 #[test]
 fn a_broker_lists_the_groups_it_coordinates_loaded_or_not() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
     let cluster = data.join("__cluster");
     std::fs::create_dir_all(&cluster).expect("cluster dir");
-    let unnamed = group_whose_fallback_is_broker_1();
+    let unnamed = group_whose_fallback_is_broker_1("unnamed-listed");
     let mut brokers: Vec<Broker> = (0..2).map(|id| Broker::new(id, &data)).collect();
     let endpoints: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
     let all_on_0 = [(NAMED, 0), (unnamed.as_str(), 0), (STAYS, 0)];

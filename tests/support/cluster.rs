@@ -543,3 +543,17 @@ pub fn append_lines(path: &Path, lines: &str) {
         .and_then(|mut file| file.write_all(lines.as_bytes()))
         .expect("append to the records file");
 }
+
+/// The first group id `<prefix>-<n>` that the fallback rule places on broker 1 of brokers
+/// 0 and 1, so the assignment need not name it for both to agree it is broker 1's.
+pub fn group_whose_fallback_is_broker_1(prefix: &str) -> String {
+    use kaas_cluster::ids::{BrokerId, GroupId};
+    use kaas_cluster::placement::fallback_coordinator;
+    (0..)
+        .map(|i| format!("{prefix}-{i}"))
+        .find(|group| {
+            fallback_coordinator(&GroupId::new(group), [BrokerId(0), BrokerId(1)])
+                == Some(BrokerId(1))
+        })
+        .expect("some group hashes to broker 1")
+}
