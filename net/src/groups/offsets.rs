@@ -7,6 +7,7 @@ use kaas_engine::EngineError;
 
 use crate::broker::cluster_view::ClusterView;
 use crate::groups::classic::ClassicState;
+use crate::groups::consumer_group::CommitCheck;
 use crate::groups::coordinator::GroupCoordinator;
 use crate::groups::group::GroupState;
 use crate::groups::offsets_topic;
@@ -66,12 +67,15 @@ pub async fn commit(
         Ok(None) => return all(ErrorCode::IllegalGeneration),
     };
     let _busy = group.busy();
-    let member_error = match &*group.state.borrow() {
-        GroupState::Classic(classic) => classic.validate_offset_commit(
+    let check = match &*group.state.borrow() {
+        GroupState::Classic(classic) => match classic.validate_offset_commit(
             &committer.member_id,
             committer.group_instance_id.as_deref(),
             committer.generation_or_epoch,
-        ),
+        ) {
+            ErrorCode::None => Ok(CommitCheck::Any),
+            error => Err(error),
+        },
         GroupState::Consumer(consumer) => consumer.validate_offset_commit(
             &committer.member_id,
             committer.group_instance_id.as_deref(),
@@ -79,13 +83,18 @@ pub async fn commit(
             committer.api_version,
         ),
     };
-    if member_error != ErrorCode::None {
-        return all(member_error);
-    }
+    let check = match check {
+        Ok(check) => check,
+        Err(error) => return all(error),
+    };
     let mut errors = Vec::with_capacity(offsets.len());
     let mut changes = Vec::new();
     for offset in offsets {
-        let error = offset_error(coordinator, view, &offset);
+        let mut error = offset_error(coordinator, view, &offset);
+        if error == ErrorCode::None {
+            let topic_id = view.topic(&offset.topic).map(|topic| topic.id);
+            error = check.partition_error(topic_id, offset.partition);
+        }
         errors.push(error);
         if error == ErrorCode::None {
             changes.push(GroupChange::Commit {

@@ -321,31 +321,6 @@ impl ConsumerGroup {
         self.refresh_metadata(topics, false)
     }
 
-    /// OffsetCommit validation (Kafka's `ConsumerGroup.validateOffsetCommit`): a negative
-    /// epoch commits freely while the group has no members (admin and simple consumers);
-    /// otherwise the member must exist, use OffsetCommit v9+, and commit at its epoch.
-    pub fn validate_offset_commit(
-        &self,
-        member_id: &str,
-        _instance_id: Option<&str>,
-        member_epoch: i32,
-        api_version: i16,
-    ) -> ErrorCode {
-        if member_epoch < 0 && self.members.is_empty() {
-            return ErrorCode::None;
-        }
-        let Some(member) = self.members.get(member_id) else {
-            return ErrorCode::UnknownMemberId;
-        };
-        if api_version < 9 {
-            return ErrorCode::UnsupportedVersion;
-        }
-        if member.member_epoch != member_epoch {
-            return ErrorCode::StaleMemberEpoch;
-        }
-        ErrorCode::None
-    }
-
     /// OffsetFetch validation: no member id with a negative epoch is an admin fetch;
     /// otherwise the member must exist and fetch at its epoch.
     pub fn validate_offset_fetch(&self, member_id: Option<&str>, member_epoch: i32) -> ErrorCode {

@@ -196,6 +196,7 @@ fn reset_for_rejoin(member: &mut Member) {
     member.state = MemberState::Stable;
     member.assigned.clear();
     member.pending_revocation.clear();
+    member.assignment_epochs.clear();
 }
 
 impl ConsumerGroup {
@@ -354,6 +355,7 @@ impl ConsumerGroup {
                         member.member_id = member_id.to_owned();
                         member.member_epoch = 0;
                         member.previous_member_epoch = 0;
+                        member.assignment_epochs.clear();
                         self.members.remove(&existing_id);
                         self.timers.remove(&existing_id);
                         if let Some(target) = self.target.remove(&existing_id) {

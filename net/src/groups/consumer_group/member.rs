@@ -70,6 +70,12 @@ pub struct Member {
     pub assigned: Assignment,
     /// Partitions the member still owns and must revoke.
     pub pending_revocation: Assignment,
+    /// The member epoch at which an owned partition was assigned, for the partitions owned
+    /// since before `member_epoch`; a partition not listed was assigned at `member_epoch`.
+    /// KIP-1251: an offset commit at an older epoch is accepted for a partition the member
+    /// has owned since that epoch, so a commit sent just before the answer that bumped the
+    /// epoch arrived is not refused.
+    pub assignment_epochs: BTreeMap<(Uuid, i32), i32>,
 }
 
 impl Member {
@@ -90,6 +96,7 @@ impl Member {
             state: MemberState::Stable,
             assigned: Assignment::new(),
             pending_revocation: Assignment::new(),
+            assignment_epochs: BTreeMap::new(),
         }
     }
 
@@ -104,6 +111,24 @@ impl Member {
             self.previous_member_epoch = self.member_epoch;
             self.member_epoch = epoch;
         }
+    }
+
+    /// The member epoch at which the member was given `partition`, if it owns it.
+    pub fn assignment_epoch_of(&self, partition: (Uuid, i32)) -> Option<i32> {
+        let (topic, index) = partition;
+        let owns = |a: &Assignment| a.get(&topic).is_some_and(|p| p.contains(&index));
+        (owns(&self.assigned) || owns(&self.pending_revocation)).then(|| {
+            self.assignment_epochs
+                .get(&partition)
+                .copied()
+                .unwrap_or(self.member_epoch)
+        })
+    }
+
+    /// Forgets the assignment epochs of partitions the member no longer owns.
+    pub fn prune_assignment_epochs(&mut self) {
+        let owned: BTreeSet<(Uuid, i32)> = self.owned_partitions().collect();
+        self.assignment_epochs.retain(|p, _| owned.contains(p));
     }
 
     /// Every partition the member may still be consuming: assigned and pending revocation.

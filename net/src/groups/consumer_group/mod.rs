@@ -17,6 +17,7 @@
 //! Deliberate differences from Kafka are listed on [`ConsumerGroup::heartbeat`].
 
 mod assignor;
+mod commit_check;
 mod group;
 mod heartbeat;
 mod member;
@@ -29,6 +30,7 @@ mod topics;
 mod tests;
 
 pub use assignor::{RANGE, SUPPORTED as SUPPORTED_ASSIGNORS, UNIFORM};
+pub use commit_check::CommitCheck;
 pub use group::{ConsumerGroup, ConsumerGroupState};
 pub use heartbeat::{Heartbeat, HeartbeatResult};
 pub use member::{

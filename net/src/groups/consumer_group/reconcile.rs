@@ -5,7 +5,7 @@
 //! epoch once it has revoked what it must give up: this is what keeps a partition from being
 //! consumed by two members at once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::member::{Assignment, Member, MemberState};
 use crate::protocol::Uuid;
@@ -78,6 +78,7 @@ fn drop_unsubscribed<F: Fn(Uuid, i32) -> bool>(
     } else {
         // Already gone from the client: nothing to wait for.
         next.pending_revocation = Assignment::new();
+        next.prune_assignment_epochs();
     }
     next
 }
@@ -146,6 +147,7 @@ fn compute_next<F: Fn(Uuid, i32) -> bool>(
         next.state = MemberState::UnrevokedPartitions;
         next.assigned = assigned;
         next.pending_revocation = revoking;
+        next.prune_assignment_epochs();
         return next;
     }
     for (topic, partitions) in pending_assignment {
@@ -159,5 +161,18 @@ fn compute_next<F: Fn(Uuid, i32) -> bool>(
     next.update_epoch(input.target_epoch);
     next.assigned = assigned;
     next.pending_revocation = Assignment::new();
+    next.assignment_epochs = carried_assignment_epochs(member, &next);
     next
+}
+
+/// The assignment epochs after `before` moved to `after`'s epoch: a partition owned
+/// throughout keeps the epoch it was given at; one it gains now is at the new epoch.
+fn carried_assignment_epochs(before: &Member, after: &Member) -> BTreeMap<(Uuid, i32), i32> {
+    after
+        .owned_partitions()
+        .filter_map(|partition| {
+            let epoch = before.assignment_epoch_of(partition)?;
+            (epoch != after.member_epoch).then_some((partition, epoch))
+        })
+        .collect()
 }

@@ -14,9 +14,14 @@
 //!                 "previous_member_epoch", "state": "stable" | "unrevoked_partitions" |
 //!                 "unreleased_partitions",
 //!                 "assigned": [[topic id, [partition, ...]], ...],
-//!                 "pending_revocation": [[topic id, [partition, ...]], ...] }, ...],
+//!                 "pending_revocation": [[topic id, [partition, ...]], ...],
+//!                 "assignment_epochs"?: [[topic id, partition, member epoch], ...] }, ...],
 //!   "target": [[member id, [[topic id, [partition, ...]], ...]], ...] }
 //! ```
+//!
+//! `assignment_epochs` lists the owned partitions assigned before the member's current epoch
+//! (KIP-1251; see [`Member::assignment_epochs`]); a blob without it, as written before it
+//! existed, reads as every partition assigned at the member's epoch.
 //!
 //! Timers are not stored: [`ConsumerGroup::restore`] restarts every session (and pending
 //! revocation) deadline from the time the group is rebuilt. Decoding checks the blob before
@@ -86,6 +91,8 @@ struct StoredMember {
     state: String,
     assigned: TopicPartitions,
     pending_revocation: TopicPartitions,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    assignment_epochs: Vec<(String, i32, i32)>,
 }
 
 fn uuid_from_hex(text: &str) -> Result<Uuid, StateDecodeError> {
@@ -126,6 +133,24 @@ fn state_from_str(state: &str) -> Result<MemberState, StateDecodeError> {
     .ok_or_else(|| StateDecodeError::Malformed(format!("unknown member state {state:?}")))
 }
 
+/// `member` with its stored assignment epochs, each for a partition it owns.
+fn with_assignment_epochs(
+    mut member: Member,
+    stored: Vec<(String, i32, i32)>,
+) -> Result<Member, StateDecodeError> {
+    for (topic, partition, epoch) in stored {
+        let key = (uuid_from_hex(&topic)?, partition);
+        if epoch < 0 || member.assignment_epoch_of(key).is_none() {
+            return Err(StateDecodeError::Inconsistent(format!(
+                "member {} has assignment epoch {epoch} for {topic}-{partition}",
+                member.member_id
+            )));
+        }
+        member.assignment_epochs.insert(key, epoch);
+    }
+    Ok(member)
+}
+
 impl ConsumerGroup {
     /// The persistent state (see the module docs for the format).
     pub fn encode(&self) -> Vec<u8> {
@@ -157,6 +182,11 @@ impl ConsumerGroup {
                     state: m.state.as_str().to_owned(),
                     assigned: store_assignment(&m.assigned),
                     pending_revocation: store_assignment(&m.pending_revocation),
+                    assignment_epochs: m
+                        .assignment_epochs
+                        .iter()
+                        .map(|((topic, partition), epoch)| (format_uuid(topic), *partition, *epoch))
+                        .collect(),
                 })
                 .collect(),
             target: self
@@ -218,7 +248,9 @@ impl ConsumerGroup {
                 state: state_from_str(&stored.state)?,
                 assigned: load_assignment(stored.assigned)?,
                 pending_revocation: load_assignment(stored.pending_revocation)?,
+                assignment_epochs: BTreeMap::new(),
             };
+            let member = with_assignment_epochs(member, stored.assignment_epochs)?;
             if member.member_epoch < -2 || member.member_epoch > group.group_epoch {
                 return Err(StateDecodeError::Inconsistent(format!(
                     "member {} has epoch {}",

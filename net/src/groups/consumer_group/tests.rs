@@ -549,25 +549,33 @@ fn offset_commit_and_fetch_validation() {
     let mut group = ConsumerGroup::new("g");
     assert_eq!(
         group.validate_offset_commit("", None, -1, 9),
-        ErrorCode::None
+        Ok(CommitCheck::Any)
     );
     assert_eq!(group.validate_offset_fetch(None, -1), ErrorCode::None);
     group.heartbeat(join("m", &["orders"]), &topics, &config(), 0);
     assert_eq!(
         group.validate_offset_commit("", None, -1, 9),
-        ErrorCode::UnknownMemberId
+        Err(ErrorCode::UnknownMemberId)
     );
     assert_eq!(
         group.validate_offset_commit("m", None, 1, 9),
-        ErrorCode::None
+        Ok(CommitCheck::Any)
     );
     assert_eq!(
-        group.validate_offset_commit("m", None, 0, 9),
-        ErrorCode::StaleMemberEpoch
+        group.validate_offset_commit("m", None, 2, 9),
+        Err(ErrorCode::StaleMemberEpoch)
     );
     assert_eq!(
         group.validate_offset_commit("m", None, 1, 8),
-        ErrorCode::UnsupportedVersion
+        Err(ErrorCode::UnsupportedVersion)
+    );
+    // Epoch 0 is older than every partition's assignment (all given at epoch 1).
+    let check = group
+        .validate_offset_commit("m", None, 0, 9)
+        .expect("an older epoch is checked per partition");
+    assert_eq!(
+        check.partition_error(Some(topic_id(1)), 0),
+        ErrorCode::StaleMemberEpoch
     );
     assert_eq!(group.validate_offset_fetch(Some("m"), 1), ErrorCode::None);
     assert_eq!(
@@ -581,6 +589,98 @@ fn offset_commit_and_fetch_validation() {
     assert_eq!(group.validate_offset_fetch(None, -1), ErrorCode::None);
     assert!(group.is_subscribed_to("orders"));
     assert!(!group.is_subscribed_to("other"));
+}
+
+/// KIP-1251: a commit sent at the epoch before the heartbeat answer that moved the member on
+/// is accepted for the partitions it owned then and still owns, and refused for the others.
+#[test]
+fn a_commit_at_the_previous_epoch_is_accepted_for_partitions_owned_since() {
+    let topics = snapshot(&[("orders", 1, 2), ("payments", 2, 1)]);
+    let mut group = ConsumerGroup::new("g");
+    group.heartbeat(join("a", &["orders"]), &topics, &config(), 0);
+    let beat = |epoch: i32, owned: Vec<(Uuid, Vec<i32>)>| Heartbeat {
+        member_id: "a".to_owned(),
+        member_epoch: epoch,
+        rebalance_timeout_ms: -1,
+        owned: Some(owned),
+        api_version: 1,
+        ..Heartbeat::default()
+    };
+    group.heartbeat(
+        beat(1, vec![(topic_id(1), vec![0, 1])]),
+        &topics,
+        &config(),
+        1,
+    );
+    // b joins: a must give up a partition of orders, then moves to epoch 2.
+    group.heartbeat(join("b", &["orders"]), &topics, &config(), 2);
+    group.heartbeat(
+        beat(1, vec![(topic_id(1), vec![0, 1])]),
+        &topics,
+        &config(),
+        3,
+    );
+    let a = group.member("a").expect("a");
+    assert_eq!(
+        (a.member_epoch, a.state),
+        (1, MemberState::UnrevokedPartitions)
+    );
+    let kept = *a.assigned[&topic_id(1)].iter().next().expect("a keeps one");
+    let given_up = 1 - kept;
+    let result = group.heartbeat(
+        beat(1, vec![(topic_id(1), vec![kept])]),
+        &topics,
+        &config(),
+        4,
+    );
+    assert_eq!(result.member_epoch, 2);
+
+    let check = group
+        .validate_offset_commit("a", None, 1, 9)
+        .expect("epoch 1 is checked per partition");
+    assert_eq!(
+        check.partition_error(Some(topic_id(1)), kept),
+        ErrorCode::None
+    );
+    assert_eq!(
+        check.partition_error(Some(topic_id(1)), given_up),
+        ErrorCode::StaleMemberEpoch
+    );
+    assert_eq!(
+        check.partition_error(None, kept),
+        ErrorCode::StaleMemberEpoch
+    );
+
+    // a subscribes to payments too and is given it at a later epoch: a commit at epoch 2
+    // covers the partition kept since epoch 1, not the one given after.
+    let mut subscribe = beat(2, vec![(topic_id(1), vec![kept])]);
+    subscribe.subscribed_topic_names = Some(vec!["orders".to_owned(), "payments".to_owned()]);
+    let result = group.heartbeat(subscribe, &topics, &config(), 5);
+    assert!(result.member_epoch > 2, "{result:?}");
+    let a = group.member("a").expect("a");
+    assert!(a.assigned.contains_key(&topic_id(2)), "{a:?}");
+    let check = group
+        .validate_offset_commit("a", None, 2, 9)
+        .expect("epoch 2 is checked per partition");
+    assert_eq!(
+        check.partition_error(Some(topic_id(1)), kept),
+        ErrorCode::None
+    );
+    assert_eq!(
+        check.partition_error(Some(topic_id(2)), 0),
+        ErrorCode::StaleMemberEpoch
+    );
+
+    // The assignment epochs survive a coordinator move.
+    let back = ConsumerGroup::decode("g", &group.encode()).expect("decodes");
+    assert_eq!(back.member("a"), group.member("a"));
+    let check = back
+        .validate_offset_commit("a", None, 1, 9)
+        .expect("checked");
+    assert_eq!(
+        check.partition_error(Some(topic_id(1)), kept),
+        ErrorCode::None
+    );
 }
 
 #[test]
