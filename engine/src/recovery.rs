@@ -231,7 +231,11 @@ pub(crate) async fn recover(
         }
         let loaded = segment::SealedIndex::load(storage, dir, base, epoch).await?;
         if !loaded.is_intact() {
-            tracing::warn!(dir = %dir.display(), base, "missing or damaged segment index; rebuilding it");
+            // A takeover leaves the indexes of a small tail it adopts behind on purpose
+            // (`crate::takeover`): the scan it is given anyway rebuilds them.
+            if !(base == scan_segment && loaded.is_absent()) {
+                tracing::warn!(dir = %dir.display(), base, "missing or damaged segment index; rebuilding it");
+            }
             scan_segment = base;
             scan_position = 0;
             break;

@@ -214,6 +214,11 @@ impl SealedIndex {
         )
     }
 
+    /// Whether neither index file exists.
+    pub fn is_absent(&self) -> bool {
+        self.offsets.is_none() && self.times.is_none()
+    }
+
     /// The last valid time-index entry: the segment's largest timestamp and the relative
     /// offset of the batch holding it.
     pub fn last_time_entry(&self) -> Option<(i64, u32)> {

@@ -167,6 +167,24 @@ impl Storage {
         }
     }
 
+    /// The length of a file; `None` when it does not exist.
+    pub async fn file_len(&self, relative: &Path) -> Result<Option<u64>> {
+        match self {
+            Storage::Disk(_) => {
+                let path = self.absolute(relative);
+                let context = format!("reading the size of {}", relative.display());
+                blocking(move || match std::fs::metadata(&path) {
+                    Ok(metadata) => Ok(Some(metadata.len())),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(e),
+                })
+                .await
+                .map_err(|e| EngineError::io(context, e))
+            }
+            Storage::Memory(store) => Ok(store.get(relative).map(|f| lock(&f).len() as u64)),
+        }
+    }
+
     /// Reads at most the first `max_len` bytes of a file; `None` when it does not exist.
     pub async fn read_prefix(&self, relative: &Path, max_len: usize) -> Result<Option<Vec<u8>>> {
         match self {

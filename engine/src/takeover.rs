@@ -9,7 +9,9 @@
 //!    start; for the cleaner's, see [`crate::compaction::cleaner_checkpoint`]).
 //! 2. B's producer snapshots are hard-linked (replaced by a rename too), B's segment logs
 //!    hard-linked and their indexes copied (B may still be rewriting the active one's in
-//!    place: a copy is E's own to rewrite). A segment is inherited with the length B's claim recorded
+//!    place: a copy is E's own to rewrite), except those of a last segment small enough to
+//!    be adopted: without them recovery scans it from its start and indexes it itself. A
+//!    segment is inherited with the length B's claim recorded
 //!    for it, or, for one B created itself, with no bound (recovery scans to its valid
 //!    end). A name that vanished meanwhile is skipped: B's retention removed it.
 //! 3. The new names, the copies and the directory are fsynced, all at once (they are
@@ -130,8 +132,7 @@ async fn inherit(
         })
         .collect();
     transfer_all(storage, dir, &snapshots, Transfer::Link, &mut durable).await?;
-    let mut copies = Vec::new();
-    let mut inherited = BTreeMap::new();
+    let mut segments = BTreeMap::new();
     for name in &names {
         let Some(base) = segment::parse_file_name(name, base_epoch, "log") else {
             continue;
@@ -145,21 +146,46 @@ async fn inherit(
             },
             None => None,
         };
+        segments.insert(base, (name, bound));
+    }
+    let small_tail = match segments.last_key_value() {
+        Some((_, (name, bound))) => is_small_tail(storage, &dir.join(name), *bound).await?,
+        None => false,
+    };
+    let last_base = segments.keys().next_back().copied();
+    let mut copies = Vec::new();
+    let mut inherited = BTreeMap::new();
+    for (base, (name, bound)) in segments {
         let own = segment::log_path(dir, base, epoch);
         if !storage.hard_link(&dir.join(name), &own).await? {
             continue;
         }
-        for extension in ["index", "timeindex"] {
-            copies.push((
-                segment::file_name(base, base_epoch, extension),
-                segment::file_name(base, epoch, extension),
-            ));
+        // A small last segment is adopted and its indexes rebuilt by recovery's scan
+        // (`recovery::start_own_segment`): copying them would only create two files.
+        if !(small_tail && Some(base) == last_base) {
+            for extension in ["index", "timeindex"] {
+                copies.push((
+                    segment::file_name(base, base_epoch, extension),
+                    segment::file_name(base, epoch, extension),
+                ));
+            }
         }
         inherited.insert(base, bound);
     }
     transfer_all(storage, dir, &copies, Transfer::Copy, &mut durable).await?;
     storage.sync_at_once(durable).await?;
     Ok(inherited)
+}
+
+/// Whether an inherited last segment counts few enough bytes for recovery to adopt it
+/// (at most [`recovery::ADOPT_TAIL_MAX_BYTES`]): its recorded bound, or for one the base
+/// epoch created itself, its file's length (which only grows past what counts).
+async fn is_small_tail(storage: &Storage, path: &Path, bound: Option<u64>) -> Result<bool> {
+    let counted = match bound {
+        Some(len) => Some(len),
+        None => storage.file_len(path).await?,
+    };
+    Ok(counted.is_some_and(|len| len <= recovery::ADOPT_TAIL_MAX_BYTES))
 }
 
 /// How a file of the base epoch becomes one of the new epoch's.

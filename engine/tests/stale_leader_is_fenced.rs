@@ -254,3 +254,41 @@ fn stale_roll_after_the_claim_is_ignored_on_disk() {
 fn stale_roll_after_the_claim_is_ignored_in_memory() {
     run(|| async { stale_roll_after_the_claim_is_ignored(Storage::memory(), None).await });
 }
+
+/// A superseded leader's close writes no checkpoint: no recovery point, leader epochs or
+/// producer snapshot of its epoch appear after the takeover removed its names (nobody newer
+/// reads them, and writing them would only load the volume during the takeover). The close
+/// answers Fenced, and the new leader holds everything acknowledged.
+#[test]
+fn a_superseded_leaders_close_writes_no_checkpoint() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().to_path_buf();
+    run(move || async move {
+        let storage = disk_storage(&root).await;
+        let dir = partition_dir();
+        let old = PartitionLog::open_at_epoch(&storage, &dir, config(1 << 20), 1)
+            .await
+            .expect("open at epoch 1");
+        let acked = append_acked(&old, &[1, 2, 3], 1).await;
+        let new = PartitionLog::open_at_epoch(&storage, &dir, config(1 << 20), 2)
+            .await
+            .expect("take over at epoch 2");
+        assert_fenced(old.close().await, 2);
+        let leftovers: Vec<String> = std::fs::read_dir(root.join(&dir))
+            .expect("list")
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| {
+                name.starts_with("recovery-point-e1")
+                    || name.starts_with("leader-epoch-checkpoint-e1")
+                    || name.ends_with("-e1.snapshot")
+                    || name.ends_with("-e1.snapshot.tmp")
+            })
+            .collect();
+        assert!(
+            leftovers.is_empty(),
+            "written after the takeover: {leftovers:?}"
+        );
+        assert_holds(&new, &acked).await;
+        new.close().await.expect("close");
+    });
+}

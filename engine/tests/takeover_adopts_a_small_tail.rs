@@ -152,3 +152,91 @@ fn a_large_inherited_tail_is_sealed_beside_a_new_segment() {
         reopened.close().await.expect("close");
     });
 }
+
+/// The adopted tail's indexes are not copied (two files fewer per takeover): recovery scans
+/// the segment from its start instead, so offset and timestamp lookups, the largest
+/// timestamp and the indexes written later are those of the whole segment, even though the
+/// old leader's recovery point lay inside it.
+#[test]
+fn an_adopted_tail_is_indexed_by_recovery_not_by_copies() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().to_path_buf();
+    run(move || async move {
+        let storage = disk_storage(&root).await;
+        let dir = partition_dir();
+        let config = LogConfig::default();
+        let old = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 1)
+            .await
+            .expect("open at epoch 1");
+        // Batches of about 600 bytes: the 4 KiB index interval gives several index entries.
+        // The largest timestamp is in the middle, before the recovery point.
+        let seeds: Vec<u64> = (1..=40).collect();
+        let mut acked = append_acked(&old, &seeds, 300, 1).await;
+        let peak = produced_at(41, NOW + 1_000_000);
+        let peak_offset = old
+            .append_durable(&peak, 1, NOW)
+            .await
+            .expect("append")
+            .base_offset;
+        acked.push((peak_offset, stamped(&peak, peak_offset, 1)));
+        acked.extend(append_acked(&old, &(42..=60).collect::<Vec<_>>(), 300, 1).await);
+        old.checkpoint()
+            .await
+            .expect("checkpoint inside the segment");
+        acked.extend(append_acked(&old, &(61..=70).collect::<Vec<_>>(), 300, 1).await);
+        assert!(
+            root.join(&dir)
+                .join("00000000000000000000-e1.index")
+                .exists(),
+            "epoch 1 wrote an index"
+        );
+        old.close().await.expect("close");
+
+        let new = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 2)
+            .await
+            .expect("take over at epoch 2");
+        assert_eq!(new.segment_count(), 1, "the tail was adopted");
+        for extension in ["index", "timeindex"] {
+            let name = format!("00000000000000000000-e2.{extension}");
+            assert!(!root.join(&dir).join(&name).exists(), "{name} was copied");
+        }
+        assert_eq!(
+            new.max_timestamp().map(|(ts, _)| ts),
+            Some(NOW + 1_000_000),
+            "the largest timestamp, from before the recovery point"
+        );
+        assert_eq!(
+            new.offset_for_timestamp(NOW + 1_000_000)
+                .await
+                .expect("lookup")
+                .map(|(offset, _)| offset),
+            Some(peak_offset)
+        );
+        for (offset, bytes) in acked.iter().step_by(7) {
+            let read = read_all(&new, *offset, 1 << 20).await;
+            let first = read.first().expect("a batch");
+            assert_eq!(first.base_offset, *offset);
+            assert!(
+                first.bytes.as_ref() == bytes.as_slice(),
+                "bytes at {offset}"
+            );
+        }
+        acked.extend(append_acked(&new, &[80, 81], 300, 2).await);
+        new.close().await.expect("close");
+        assert!(
+            std::fs::metadata(root.join(&dir).join("00000000000000000000-e2.index"))
+                .expect("epoch 2 index written at close")
+                .len()
+                > 0
+        );
+        let reopened = PartitionLog::open_at_epoch(&storage, &dir, config, 2)
+            .await
+            .expect("reopen at epoch 2");
+        assert_holds(&reopened, &acked).await;
+        reopened.close().await.expect("close");
+    });
+}
+
+fn produced_at(seed: u64, timestamp: i64) -> Vec<u8> {
+    batch(seed, 2, 300, timestamp, None)
+}
