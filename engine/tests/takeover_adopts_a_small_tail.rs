@@ -12,7 +12,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use common::{batch, disk_storage, partition_dir, read_all, run, stamped};
-use kaas_engine::{EngineError, LogConfig, PartitionLog};
+use kaas_engine::{EngineError, LogConfig, PartitionLog, Storage};
 
 const NOW: i64 = 1_700_000_000_000;
 
@@ -62,17 +62,24 @@ fn segment_file(root: &Path, epoch: u32) -> std::path::PathBuf {
     root.join(partition_dir()).join(name)
 }
 
+/// Disk storage under `root`, the partition's directory, the default config and the
+/// partition opened at epoch 1.
+async fn first_leader(root: &Path) -> (Storage, std::path::PathBuf, LogConfig, PartitionLog) {
+    let storage = disk_storage(root).await;
+    let dir = partition_dir();
+    let config = LogConfig::default();
+    let log = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 1)
+        .await
+        .expect("open at epoch 1");
+    (storage, dir, config, log)
+}
+
 #[test]
 fn a_small_inherited_tail_becomes_the_new_leaders_own_segment() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path().to_path_buf();
     run(move || async move {
-        let storage = disk_storage(&root).await;
-        let dir = partition_dir();
-        let config = LogConfig::default();
-        let old = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 1)
-            .await
-            .expect("open at epoch 1");
+        let (storage, dir, config, old) = first_leader(&root).await;
         let mut acked = append_acked(&old, &[1, 2, 3], 300, 1).await;
         // Held open: the takeover removes the epoch-1 name once it has recorded its claim.
         let old_file = std::fs::File::open(segment_file(&root, 1)).expect("epoch 1 file");
@@ -129,12 +136,7 @@ fn a_large_inherited_tail_is_sealed_beside_a_new_segment() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path().to_path_buf();
     run(move || async move {
-        let storage = disk_storage(&root).await;
-        let dir = partition_dir();
-        let config = LogConfig::default();
-        let old = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 1)
-            .await
-            .expect("open at epoch 1");
+        let (storage, dir, config, old) = first_leader(&root).await;
         // Two batches of two 256 KiB records each (1 MiB in all, with their headers a little
         // more): above the adoption bound.
         let mut acked = append_acked(&old, &[1, 2], 256 << 10, 1).await;
@@ -162,12 +164,7 @@ fn an_adopted_tail_is_indexed_by_recovery_not_by_copies() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path().to_path_buf();
     run(move || async move {
-        let storage = disk_storage(&root).await;
-        let dir = partition_dir();
-        let config = LogConfig::default();
-        let old = PartitionLog::open_at_epoch(&storage, &dir, config.clone(), 1)
-            .await
-            .expect("open at epoch 1");
+        let (storage, dir, config, old) = first_leader(&root).await;
         // Batches of about 600 bytes: the 4 KiB index interval gives several index entries.
         // The largest timestamp is in the middle, before the recovery point.
         let seeds: Vec<u64> = (1..=40).collect();
