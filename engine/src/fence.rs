@@ -38,8 +38,9 @@
 //! 2. Only now read: the base is the newest claim below E with a record (or epoch 0 when
 //!    there is none). Its checkpoint files and producer snapshots (which their writer only
 //!    ever replaces by a rename) and its segment files are hard-linked, and the segments'
-//!    indexes copied, under epoch-E names; bytes of an inherited segment past the length
-//!    in the base's record never count.
+//!    indexes copied (except a tail small enough to be adopted, below), under epoch-E
+//!    names; bytes of an inherited segment past the length in the base's record never
+//!    count.
 //! 3. Recover from the epoch-E names without writing any inherited file: a torn tail is
 //!    cut logically (the length is recorded, the file is not truncated), earlier segments
 //!    get epoch-E index files, and appends go to a new segment of epoch E at the recovered
@@ -76,7 +77,8 @@
 //!   its whole batches, at least what E counted; the indexes are epoch-O files (E copied
 //!   its own).
 //! - Checkpoint, write producer snapshots, delete segments by retention, delete a group:
-//!   only epoch-O names, which no newer epoch reads; removing a name leaves E's link.
+//!   only epoch-O names, which no newer epoch reads; removing a name leaves E's link. (Its
+//!   close checks its token first and, once superseded, writes no checkpoint at all.)
 //! - Clean: its cleaned copies go to epoch-O names, renamed over O's own names, which
 //!   leaves the files E linked as they were; before each swap it checks its token, so at
 //!   most a swap it checked just before E's claim lands after it, in a name E never reads.
@@ -94,6 +96,9 @@
 //! hard link) and fsyncs the directory, all before the record. E's record lists the
 //! segment as adopted (`u64::MAX`, as below) from its first version on, and E appends to
 //! the copy: it is E's active segment, as a segment E rolled would be.
+//! - Its indexes are not copied in step 2: recovery finds none, scans the segment from its
+//!   start and rebuilds them (derived data, written under E's names at E's next
+//!   checkpoint), so the copy is the only file the adoption creates.
 //! - The copy holds the bytes that count and nothing else, durably, before the record says
 //!   it counts whole; the file older epochs name is never written (a stale leader's appends
 //!   land in it and nowhere E reads).
