@@ -211,12 +211,7 @@ impl ClusterTopicChanges {
         change: impl FnOnce(&mut TopicConfig) -> Result<(), InvalidConfig>,
         validate_only: bool,
     ) -> Result<(), TopicError> {
-        let Some(before) = shard.view.load().topic(name).map(|t| t.config.clone()) else {
-            return Err(unknown_topic(name));
-        };
-        let mut after = before.clone();
-        change(&mut after)?;
-        after.check_combination()?;
+        let (before, after) = edited_configs(shard, name, change)?;
         let configs = config_changes(&before, &after);
         if validate_only || configs.is_empty() {
             return Ok(());
@@ -231,16 +226,7 @@ impl ClusterTopicChanges {
                 ANSWER_TIMEOUT,
             )
             .await?;
-        let expectation = Expectation::Configs {
-            name: name.to_string(),
-            configs,
-        };
-        if !self.wait(shard, &expectation, CONFIG_WAIT).await {
-            tracing::warn!(
-                topic = name,
-                "config change stored, not yet in this broker's view"
-            );
-        }
+        self.wait_for_configs(shard, name, configs).await;
         Ok(())
     }
 
@@ -256,12 +242,7 @@ impl ClusterTopicChanges {
         change: impl FnOnce(&mut TopicConfig) -> Result<(), InvalidConfig>,
         validate_only: bool,
     ) -> Result<(), TopicError> {
-        let Some(before) = shard.view.load().topic(name).map(|t| t.config.clone()) else {
-            return Err(unknown_topic(name));
-        };
-        let mut after = before.clone();
-        change(&mut after)?;
-        after.check_combination()?;
+        let (before, after) = edited_configs(shard, name, change)?;
         if validate_only {
             return Ok(());
         }
@@ -281,16 +262,7 @@ impl ClusterTopicChanges {
             .map(|key| (key, None))
             .collect();
         shown.extend(configs.into_iter().map(|(key, value)| (key, Some(value))));
-        let expectation = Expectation::Configs {
-            name: name.to_string(),
-            configs: shown,
-        };
-        if !self.wait(shard, &expectation, CONFIG_WAIT).await {
-            tracing::warn!(
-                topic = name,
-                "config change stored, not yet in this broker's view"
-            );
-        }
+        self.wait_for_configs(shard, name, shown).await;
         Ok(())
     }
 
@@ -304,9 +276,45 @@ impl ClusterTopicChanges {
         )
     }
 
+    /// Waits (at most [`CONFIG_WAIT`]) for the view to show `configs` (`None`: unset) on
+    /// `name`; a change stored but not shown by then is logged, and answered as done.
+    async fn wait_for_configs(
+        &self,
+        shard: &Rc<Shard>,
+        name: &str,
+        configs: BTreeMap<String, Option<String>>,
+    ) {
+        let expectation = Expectation::Configs {
+            name: name.to_string(),
+            configs,
+        };
+        if !self.wait(shard, &expectation, CONFIG_WAIT).await {
+            tracing::warn!(
+                topic = name,
+                "config change stored, not yet in this broker's view"
+            );
+        }
+    }
+
     async fn wait(&self, shard: &Rc<Shard>, expectation: &Expectation, bound: Duration) -> bool {
         bound.is_zero() || view_wait::wait_for(&shard.view, expectation, bound).await
     }
+}
+
+/// A topic's overrides as the view has them, and after `change`, checked as a standalone
+/// broker checks them.
+fn edited_configs(
+    shard: &Rc<Shard>,
+    name: &str,
+    change: impl FnOnce(&mut TopicConfig) -> Result<(), InvalidConfig>,
+) -> Result<(TopicConfig, TopicConfig), TopicError> {
+    let Some(before) = shard.view.load().topic(name).map(|t| t.config.clone()) else {
+        return Err(unknown_topic(name));
+    };
+    let mut after = before.clone();
+    change(&mut after)?;
+    after.check_combination()?;
+    Ok((before, after))
 }
 
 /// A checked topic name (the same check and message as a standalone broker's).
