@@ -8,7 +8,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{batch, disk_storage, partition_dir, read_all, run, stamped};
+use common::{
+    append_acked_batches, assert_holds, batch, disk_storage, partition_dir, read_all, run,
+};
 use kaas_engine::{EngineError, LogConfig, PartitionLog, Storage};
 
 const NOW: i64 = 1_700_000_000_000;
@@ -36,42 +38,7 @@ fn assert_fenced(result: Result<impl std::fmt::Debug, EngineError>, by: u32) {
 
 /// Appends `seeds` durably at `epoch`, returning the bytes the log must hold for each.
 async fn append_acked(log: &PartitionLog, seeds: &[u64], epoch: i32) -> Vec<(u64, Vec<u8>)> {
-    let mut acked = Vec::new();
-    for &seed in seeds {
-        let records = produced(seed);
-        let outcome = log
-            .append_durable(&records, epoch, NOW)
-            .await
-            .expect("append");
-        acked.push((
-            outcome.base_offset,
-            stamped(&records, outcome.base_offset, epoch),
-        ));
-    }
-    acked
-}
-
-/// The log holds exactly `expected` (offset, bytes), densely from offset 0.
-async fn assert_holds(log: &PartitionLog, expected: &[(u64, Vec<u8>)]) {
-    let read = read_all(log, 0, 1 << 20).await;
-    let got: Vec<(u64, Vec<u8>)> = read
-        .iter()
-        .map(|b| (b.base_offset, b.bytes.to_vec()))
-        .collect();
-    assert_eq!(got.len(), expected.len(), "batch count");
-    for (got, want) in got.iter().zip(expected) {
-        assert_eq!(got.0, want.0, "offset");
-        assert!(got.1 == want.1, "bytes at offset {}", want.0);
-    }
-    assert_eq!(
-        log.offsets().high_watermark,
-        expected.last().map_or(0, |(offset, bytes)| {
-            offset
-                + kaas_engine::batch::BatchHeader::parse(bytes)
-                    .expect("header")
-                    .records_count as u64
-        })
-    );
+    append_acked_batches(log, seeds.iter().map(|&seed| produced(seed)), epoch, NOW).await
 }
 
 /// Whether any file under `root` contains `needle` (the stale writes did reach the disk).

@@ -11,7 +11,9 @@ mod common;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use common::{batch, disk_storage, partition_dir, read_all, run, stamped};
+use common::{
+    append_acked_batches, assert_holds, batch, disk_storage, partition_dir, read_all, run, stamped,
+};
 use kaas_engine::{EngineError, LogConfig, PartitionLog, Storage};
 
 const NOW: i64 = 1_700_000_000_000;
@@ -26,32 +28,8 @@ async fn append_acked(
     value_len: usize,
     epoch: i32,
 ) -> Vec<(u64, Vec<u8>)> {
-    let mut acked = Vec::new();
-    for &seed in seeds {
-        let records = produced(seed, value_len);
-        let outcome = log
-            .append_durable(&records, epoch, NOW)
-            .await
-            .expect("append");
-        acked.push((
-            outcome.base_offset,
-            stamped(&records, outcome.base_offset, epoch),
-        ));
-    }
-    acked
-}
-
-async fn assert_holds(log: &PartitionLog, expected: &[(u64, Vec<u8>)]) {
-    let got: Vec<(u64, Vec<u8>)> = read_all(log, 0, 4 << 20)
-        .await
-        .iter()
-        .map(|b| (b.base_offset, b.bytes.to_vec()))
-        .collect();
-    assert_eq!(got.len(), expected.len(), "batch count");
-    for (got, want) in got.iter().zip(expected) {
-        assert_eq!(got.0, want.0, "offset");
-        assert!(got.1 == want.1, "bytes at offset {}", want.0);
-    }
+    let batches = seeds.iter().map(|&seed| produced(seed, value_len));
+    append_acked_batches(log, batches, epoch, NOW).await
 }
 
 fn segment_file(root: &Path, epoch: u32) -> std::path::PathBuf {

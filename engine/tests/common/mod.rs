@@ -205,3 +205,46 @@ pub async fn read_all(log: &PartitionLog, from: u64, max_bytes: usize) -> Vec<Re
     }
     out
 }
+
+/// Appends each of `batches` durably at `epoch`; returns, for each, its offset and the bytes
+/// the log must hold for it (stamped with the offset and epoch).
+pub async fn append_acked_batches(
+    log: &PartitionLog,
+    batches: impl IntoIterator<Item = Vec<u8>>,
+    epoch: i32,
+    now_ms: i64,
+) -> Vec<(u64, Vec<u8>)> {
+    let mut acked = Vec::new();
+    for records in batches {
+        let outcome = log
+            .append_durable(&records, epoch, now_ms)
+            .await
+            .expect("append");
+        acked.push((
+            outcome.base_offset,
+            stamped(&records, outcome.base_offset, epoch),
+        ));
+    }
+    acked
+}
+
+/// The log holds exactly `expected` (offset, bytes), densely from offset 0, and its high
+/// watermark is the end of the last of them.
+pub async fn assert_holds(log: &PartitionLog, expected: &[(u64, Vec<u8>)]) {
+    let got: Vec<(u64, Vec<u8>)> = read_all(log, 0, 4 << 20)
+        .await
+        .iter()
+        .map(|b| (b.base_offset, b.bytes.to_vec()))
+        .collect();
+    assert_eq!(got.len(), expected.len(), "batch count");
+    for (got, want) in got.iter().zip(expected) {
+        assert_eq!(got.0, want.0, "offset");
+        assert!(got.1 == want.1, "bytes at offset {}", want.0);
+    }
+    assert_eq!(
+        log.offsets().high_watermark,
+        expected.last().map_or(0, |(offset, bytes)| {
+            offset + BatchHeader::parse(bytes).expect("header").records_count as u64
+        })
+    );
+}
