@@ -49,11 +49,14 @@
 //!    segment of at most `recovery::ADOPT_TAIL_MAX_BYTES` counted bytes is instead adopted
 //!    (below, "Adopting the inherited tail"): its counted bytes are copied into a file of
 //!    E's own, which the appends then extend.
-//! 4. Write `claims/<E>.end` and fsync it and `claims/`, check for a newer claim again, then
-//!    remove the names of older epochs (the links keep the data) and their claims. The
-//!    removals are not fsynced: a name a crash brings back belongs to an epoch below E,
-//!    which no epoch from E on reads (a takeover's base is the newest claim with a record),
-//!    and the next takeover removes it again.
+//! 4. Write `claims/<E>.end` and fsync it and `claims/`, and check for a newer claim again:
+//!    E leads from here. The clean-up comes after, off the takeover's critical path (a
+//!    minute later for a partition, by the shard's maintenance; at once for a group store):
+//!    remove the names of older epochs (the links keep the data) and their claims. Until
+//!    then nobody reads them: a takeover's base is the newest claim with a record, and from
+//!    E on that is E or newer. The removals are not fsynced: a name a crash brings back
+//!    belongs to an epoch below E, which no epoch from E on reads, and the next clean-up
+//!    removes it again.
 //!
 //! The record is written in place, not through a temporary file and a rename: a record
 //! that is torn or empty fails its CRC and reads as no record, and that is the truth
@@ -132,9 +135,9 @@
 //!   later swap, whose token check comes after the rewrite and so after F superseded E,
 //!   and fails. If it read the rewritten record, the first copy was renamed in before: F
 //!   links a file of E's own and takes all of it (and records its length in F's record).
-//! - A stale E that rewrites its record after F's step 4 removed it leaves a record without
+//! - A stale E that rewrites its record after F's clean-up removed it leaves a record without
 //!   a claim: a takeover chooses its base among the claims it lists, so nobody reads it, and
-//!   the next takeover's step 4 removes it.
+//!   the next clean-up removes it.
 //! - Acknowledge: after each fdatasync, and before it answers anyone, a leader checks that
 //!   its token `claims/<O>.live` still exists (one `openat` on its ring per group commit,
 //!   [`check`]). A missing token fails the flush with [`EngineError::Fenced`] and every
@@ -480,14 +483,9 @@ async fn read_record(storage: &Storage, dir: &Path, epoch: u32) -> Result<Option
     }
 }
 
-/// Step 4: records the claim durably, checks it still leads, then removes the files of
-/// older epochs that `is_engine_file` recognises, and their claims.
-pub(crate) async fn complete(
-    storage: &Storage,
-    dir: &Path,
-    record: &ClaimRecord,
-    is_engine_file: fn(&str) -> bool,
-) -> Result<()> {
+/// Step 4: records the claim durably and checks it still leads. The files of older epochs
+/// stay until [`remove_superseded`].
+pub(crate) async fn complete(storage: &Storage, dir: &Path, record: &ClaimRecord) -> Result<()> {
     let epoch = record.epoch;
     // Written in place, the file and its directory fsynced at once: a record torn by a
     // crash fails its CRC and reads as none, which is what it is (the takeover had not
@@ -497,9 +495,20 @@ pub(crate) async fn complete(
     storage.sync_at_once(vec![path, claims_dir(dir)]).await?;
     // After this check a newer claimant sees our record and reads only epoch-`epoch`
     // names; before it, one that claimed may still be reading older names.
-    check_claims(storage, dir, epoch).await?;
+    check_claims(storage, dir, epoch).await
+}
+
+/// The clean-up after step 4 (see the module documentation): removes the files of epochs
+/// below `epoch` that `is_engine_file` recognises, and their claims. Only for an epoch whose
+/// takeover completed ([`complete`] returned): from then on no claimant reads those names.
+pub(crate) async fn remove_superseded(
+    storage: &Storage,
+    dir: &Path,
+    epoch: u32,
+    is_engine_file: fn(&str) -> bool,
+) -> Result<()> {
     // The removals are not fsynced: a name of an older epoch that a crash brings back is
-    // one no epoch from `epoch` on reads, and the next takeover removes it again.
+    // one no epoch from `epoch` on reads, and the next clean-up removes it again.
     for name in storage.list_dir(dir).await? {
         if is_engine_file(&name) && file_epoch(&name) < epoch {
             storage.remove(&dir.join(&name)).await?;

@@ -203,6 +203,9 @@ struct Shared {
     last_read: Cell<Option<std::time::Instant>>,
     /// The next window of a sequential reader, read while the last one is on its way.
     read_ahead: RefCell<ReadAhead>,
+    /// When the files older fence epochs left in the directory are to be removed (broker
+    /// time, ms); `None` once they are, and at epoch 0 (`takeover::SUPERSEDED_FILES_DELAY_MS`).
+    superseded_files_due_ms: Cell<Option<i64>>,
 }
 
 /// One partition's log. Cheap to clone (a shared handle on one shard).
@@ -246,7 +249,36 @@ impl PartitionLog {
         // this recovery did; the periodic checkpoint and `close` write this epoch's own.
         // Skipping it saves six fsyncs per partition on the takeover's critical path.
         let (state, _took_over) = takeover::recover_at_epoch(storage, dir, &config, epoch).await?;
-        Ok(Self::from_state(storage, dir, config, epoch, state))
+        let log = Self::from_state(storage, dir, config, epoch, state);
+        // A reopen too: an earlier run at this epoch may have stopped before its clean-up.
+        let due = crate::log_manager::now_ms() + takeover::SUPERSEDED_FILES_DELAY_MS;
+        log.shared.superseded_files_due_ms.set(Some(due));
+        Ok(log)
+    }
+
+    /// Removes the files that older fence epochs left in the directory once their removal is
+    /// due (`takeover::SUPERSEDED_FILES_DELAY_MS`, a minute, after the open at this epoch): the
+    /// takeover's clean-up, run by the shard's maintenance instead of on the takeover's
+    /// critical path. Returns whether it ran. Nothing is due at epoch 0, after a close or
+    /// once the log is fenced (the newer epoch cleans up).
+    pub async fn remove_superseded_files(&self, now_ms: i64) -> Result<bool> {
+        match self.shared.superseded_files_due_ms.get() {
+            Some(due) if now_ms >= due => {}
+            _ => return Ok(false),
+        }
+        if self.is_fenced() || self.shared.state.borrow().closed {
+            return Ok(false);
+        }
+        let shared = &self.shared;
+        crate::fence::remove_superseded(
+            &shared.storage,
+            &shared.dir,
+            shared.epoch,
+            takeover::is_partition_file,
+        )
+        .await?;
+        shared.superseded_files_due_ms.set(None);
+        Ok(true)
     }
 
     /// The fence epoch the log was opened at (0 for [`PartitionLog::open`]).
@@ -283,6 +315,7 @@ impl PartitionLog {
                 last_append_ms: Cell::new(0),
                 last_read: Cell::new(None),
                 read_ahead: RefCell::new(ReadAhead::default()),
+                superseded_files_due_ms: Cell::new(None),
             }),
         }
     }

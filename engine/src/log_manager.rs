@@ -323,7 +323,8 @@ impl LogManager {
     }
 
     /// One maintenance pass over every open log: roll segments past `segment.ms`, enforce
-    /// retention, and checkpoint logs that grew by [`CHECKPOINT_BYTES`] or changed at all
+    /// retention, remove what older fence epochs left once that is due
+    /// ([`PartitionLog::remove_superseded_files`]), and checkpoint logs that grew by [`CHECKPOINT_BYTES`] or changed at all
     /// [`CHECKPOINT_INTERVAL_MS`] ago — so recovery after a crash scans about that much.
     pub async fn maintain(&self, now_ms: i64) {
         for id in self.open_partitions() {
@@ -337,6 +338,9 @@ impl LogManager {
             }
             if let Err(error) = log.enforce_retention(now_ms).await {
                 tracing::warn!(partition = %id, %error, "retention failed");
+            }
+            if let Err(error) = log.remove_superseded_files(now_ms).await {
+                tracing::warn!(partition = %id, %error, "removing older epochs' files failed");
             }
             let size_bytes = log.size_bytes();
             let due = match self.checkpointed_at.borrow().get(&id) {

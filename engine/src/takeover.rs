@@ -39,6 +39,16 @@ use crate::recovery::{self, FileScope};
 use crate::segment;
 use crate::storage::Storage;
 
+/// How long after a takeover (or a reopen at a fence epoch) the files of older epochs are
+/// removed ([`crate::fence::remove_superseded`], by the shard's maintenance): not on the
+/// takeover's critical path. Nothing reads them meanwhile; what they hold is the files the
+/// new epoch linked (no space of their own) and the little the takeover did not link (a
+/// small tail's old copy and indexes, the old claims). On ext4 without a journal, removals
+/// also make the creates that follow them slow for a minute (see the engine README, "What
+/// the volume costs a takeover"): removing a burst of takeovers' files at once, one delay
+/// later, keeps that cost out of the takeover. Like Kafka's `file.delete.delay.ms`.
+pub(crate) const SUPERSEDED_FILES_DELAY_MS: i64 = 60_000;
+
 /// Claims `dir` for `epoch`, inherits and recovers. Returns the recovered state and whether
 /// this was a takeover (false: a reopen of an epoch whose takeover completed before).
 pub(crate) async fn recover_at_epoch(
@@ -95,7 +105,7 @@ pub(crate) async fn recover_at_epoch(
                     })
                     .collect(),
             };
-            fence::complete(storage, dir, &record, is_partition_file).await?;
+            fence::complete(storage, dir, &record).await?;
             Ok((state, true))
         }
     }

@@ -93,6 +93,11 @@ async fn stale_appends_after_the_claim_are_ignored(storage: Storage, root: Optio
     );
     reads.clear();
     assert_holds(&new, &acked).await;
+    // The takeover's clean-up (the shard's maintenance runs it a minute later).
+    assert!(new
+        .remove_superseded_files(i64::MAX)
+        .await
+        .expect("clean-up"));
 
     // The stale leader goes on: its flush writes and syncs, then finds the claim.
     old.append(&produced(20), 1, NOW)

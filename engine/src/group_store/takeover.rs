@@ -48,7 +48,10 @@ pub(super) async fn claim_and_inherit(
     storage
         .write_small_durable(&dir.join(log_file_name(epoch)), file)
         .await?;
-    fence::complete(storage, dir, &record, is_group_file).await
+    fence::complete(storage, dir, &record).await?;
+    // A group store is one small file: its clean-up costs too little to defer (unlike a
+    // partition's, `crate::log::PartitionLog::remove_superseded_files`).
+    fence::remove_superseded(storage, dir, epoch, is_group_file).await
 }
 
 /// The name of the newest epoch's offsets file in a group directory, if any.
