@@ -10,12 +10,13 @@
 //! In a partition directory (and the same in a group directory):
 //!
 //! ```text
-//! claims/<epoch:020>        empty; created with O_EXCL; it and `claims/` are fsynced
-//!                           together at the end of step 1
+//! claims/<epoch:020>        empty; created with O_EXCL; durable (with `claims/`) by
+//!                           the volume barrier at the end of step 1
 //! claims/<epoch:020>.live   empty; the leader's token: exists while no newer claimant
 //!                           has superseded it (removed by that claimant)
-//! claims/<epoch:020>.end    the claim's record, written in place after recovery, it and
-//!                           `claims/` fsynced together (a torn one fails its CRC: none)
+//! claims/<epoch:020>.end    the claim's record, written in place after recovery and
+//!                           made durable by a volume barrier (a torn one fails its
+//!                           CRC: none)
 //! <name>-e<epoch>.<ext>     every file a leader at epoch > 0 writes carries its epoch
 //! <name>.<ext>              epoch 0: today's names, standalone mode, no claim
 //! ```
@@ -33,8 +34,9 @@
 //!    `O_EXCL` (a claim at E that exists already is this owner's own earlier attempt: the
 //!    controller never gives one epoch to two brokers), then the token `claims/<E>.live`,
 //!    then list `claims/`: fail if a claim above E exists now; otherwise remove the token of
-//!    every older claim listed (superseding its leader), and fsync the claim file and
-//!    `claims/` (at once: they are independent, and both return before step 2).
+//!    every older claim listed (superseding its leader), and wait for a volume barrier
+//!    (one `syncfs` shared by every takeover in flight, [`crate::volume_sync`]) that makes
+//!    the claim, the token and the removals durable before step 2.
 //! 2. Only now read: the base is the newest claim below E with a record (or epoch 0 when
 //!    there is none). Its checkpoint files and producer snapshots (which their writer only
 //!    ever replaces by a rename) and its segment files are hard-linked, and the segments'
@@ -48,8 +50,9 @@
 //!    last segment is fdatasync'd, so it is durable before anything builds on it. A last
 //!    segment of at most `recovery::ADOPT_TAIL_MAX_BYTES` counted bytes is instead adopted
 //!    (below, "Adopting the inherited tail"): its counted bytes are copied into a file of
-//!    E's own, which the appends then extend.
-//! 4. Write `claims/<E>.end` and fsync it and `claims/`, and check for a newer claim again:
+//!    E's own, which the appends then extend. A volume barrier then makes everything
+//!    steps 2 and 3 wrote durable.
+//! 4. Write `claims/<E>.end`, wait for a volume barrier, and check for a newer claim again:
 //!    E leads from here. The clean-up comes after, off the takeover's critical path (a
 //!    minute later for a partition, by the shard's maintenance; at once for a group store):
 //!    remove the names of older epochs (the links keep the data) and their claims. Until
@@ -61,7 +64,7 @@
 //! The record is written in place, not through a temporary file and a rename: a record
 //! that is torn or empty fails its CRC and reads as no record, and that is the truth
 //! whenever it can happen. After a crash: the takeover had not finished (E answers nothing
-//! before both fsyncs returned), and a retry at E starts over. Read by a claimant F > E
+//! before the barrier after it returned), and a retry at E starts over. Read by a claimant F > E
 //! while E is still writing it: F's claim came before E's check that follows the write, so
 //! E stops there and never answers, and F takes the older base, whose files E only removes
 //! after that check.
@@ -95,8 +98,8 @@
 //! When recovery at E ends in an inherited segment holding at most
 //! `recovery::ADOPT_TAIL_MAX_BYTES` counted bytes (the common case after a takeover of a
 //! quiet partition), it copies exactly those bytes, which its scan validated, to a
-//! temporary file of E's, fdatasyncs it, renames it over the segment's epoch-E name (the
-//! hard link) and fsyncs the directory, all before the record. E's record lists the
+//! temporary file of E's and renames it over the segment's epoch-E name (the hard link);
+//! the volume barrier that follows recovery makes both durable, before the record. E's record lists the
 //! segment as adopted (`u64::MAX`, as below) from its first version on, and E appends to
 //! the copy: it is E's active segment, as a segment E rolled would be.
 //! - Its indexes are not copied in step 2: recovery finds none, scans the segment from its
@@ -106,8 +109,8 @@
 //!   it counts whole; the file older epochs name is never written (a stale leader's appends
 //!   land in it and nowhere E reads).
 //! - A crash before the record leaves a takeover that never finished (the retry removes
-//!   E's files); after it, the copy is there under E's name, since the rename and the
-//!   directory fsync came first.
+//!   E's files); after it, the copy is there under E's name, since the barrier covering
+//!   the copy and the rename came first.
 //! - A takeover at F > E treats the adopted segment as E's own: it links it and takes it up
 //!   to its valid end, as for a segment E rolled, and records what it counted. What a stale
 //!   E appends after F's claim is never acknowledged (its token check fails), exactly as
@@ -161,15 +164,17 @@
 //! Tokens of a claimant that stopped remain until the next takeover's clean-up and fence
 //! nobody (it never led). A newer claim that never gets as far as removing tokens read
 //! nothing and acknowledges nothing; the old leader goes on until a claimant does. The
-//! claims directory fsync after the removals (together with the claim file's) makes them
-//! durable before E reads, so a volume that restarts cannot revive a superseded token.
+//! volume barrier after the removals makes them durable before E reads, so a volume that
+//! restarts cannot revive a superseded token.
 //!
 //! # What the shared file system must guarantee
 //!
 //! `O_EXCL` creation is atomic and, once it returns, visible to every broker's readdir and
 //! open; a removal, once it returns, makes every later open of the name fail (no cached
 //! positive lookup); data written and fdatasync'd by one broker is read by another that
-//! opens the file afterwards; hard links work. A local disk (tests, standalone) and CephFS do this. NFS
+//! opens the file afterwards; hard links work; `syncfs` makes durable everything this
+//! broker wrote on the volume before it (see [`crate::volume_sync`]). A local disk (tests,
+//! standalone) and CephFS do this. NFS
 //! does only as NFSv4 with lookup and attribute caching off for the partition and group
 //! directories (`lookupcache=none`, `actimeo=0`): otherwise a broker can miss a new claim.
 
@@ -423,7 +428,9 @@ pub(crate) enum Claimed {
 pub(crate) async fn claim(storage: &Storage, dir: &Path, epoch: u32) -> Result<Claimed> {
     check_claims(storage, dir, epoch).await?;
     storage.create_dir_all(&claims_dir(dir)).await?;
-    // Made durable with the fsyncs below, which also cover the token and the removals.
+    // Made durable by the volume barrier below, which also covers the token and the
+    // removals.
+    let ticket = storage.sync_ticket()?;
     let created = storage.create_new(&claim_path(dir, epoch)).await?;
     // The token goes first, the listing after it: a claimant above us that listed before
     // our token existed is seen by this listing, and we stop; one that lists later removes
@@ -436,16 +443,13 @@ pub(crate) async fn claim(storage: &Storage, dir: &Path, epoch: u32) -> Result<C
     }
     // Supersede every older leader before reading anything: its next check fails, so
     // whatever it acknowledged was durable before now.
-    let claims_dir = claims_dir(dir);
     for &older in found.iter().filter(|&&older| older < epoch) {
         storage.remove(&live_path(dir, older)).await?;
     }
     // Makes the claim, our token and the removals durable before anything is read, so that
-    // a volume that restarts cannot bring a stale leader's token back: the claim file and
-    // the directory are fsynced at once (one wait for the disk instead of two).
-    storage
-        .sync_at_once(vec![claim_path(dir, epoch), claims_dir.clone()])
-        .await?;
+    // a volume that restarts cannot bring a stale leader's token back: one barrier shared
+    // with every takeover in flight ([`crate::volume_sync`]).
+    storage.sync_volume(ticket).await?;
     if !created {
         if let Some(own) = read_record(storage, dir, epoch).await? {
             return Ok(Claimed::Reopen(own));
@@ -487,12 +491,14 @@ async fn read_record(storage: &Storage, dir: &Path, epoch: u32) -> Result<Option
 /// stay until [`remove_superseded`].
 pub(crate) async fn complete(storage: &Storage, dir: &Path, record: &ClaimRecord) -> Result<()> {
     let epoch = record.epoch;
-    // Written in place, the file and its directory fsynced at once: a record torn by a
-    // crash fails its CRC and reads as none, which is what it is (the takeover had not
-    // finished: nothing was answered before both fsyncs returned). See the module doc.
-    let path = record_path(dir, epoch);
-    storage.write_in_place(&path, record.encode()).await?;
-    storage.sync_at_once(vec![path, claims_dir(dir)]).await?;
+    // Written in place and made durable by a volume barrier: a record torn by a crash fails
+    // its CRC and reads as none, which is what it is (the takeover had not finished:
+    // nothing was answered before the barrier returned). See the module doc.
+    let ticket = storage.sync_ticket()?;
+    storage
+        .write_in_place(&record_path(dir, epoch), record.encode())
+        .await?;
+    storage.sync_volume(ticket).await?;
     // After this check a newer claimant sees our record and reads only epoch-`epoch`
     // names; before it, one that claimed may still be reading older names.
     check_claims(storage, dir, epoch).await

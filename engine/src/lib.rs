@@ -32,6 +32,7 @@ mod tail_cache;
 mod takeover;
 pub mod time_index;
 pub mod topic_incarnation;
+pub mod volume_sync;
 
 pub use config::{LogConfig, TimestampType};
 pub use error::{EngineError, Result};

@@ -469,9 +469,9 @@ pub(crate) const ADOPT_TAIL_MAX_BYTES: u64 = 1 << 20;
 /// Ends an inherited last segment, which a stale leader may still append to, so that the
 /// appends go to a file of `epoch`'s own (see [`crate::fence`]):
 /// - one of at most [`ADOPT_TAIL_MAX_BYTES`] counted bytes is adopted: those bytes are
-///   copied to a new file, fdatasync'd and renamed over the segment's epoch-`epoch` name,
-///   and the directory fsynced, all before the claim record lists the segment as adopted.
-///   It stays the active segment; the file the older epochs name is left as it was;
+///   copied to a new file and renamed over the segment's epoch-`epoch` name; the caller
+///   makes both durable (a volume barrier) before the claim record lists the segment as
+///   adopted. It stays the active segment; the file the older epochs name is left as it was;
 /// - a longer one is fdatasync'd (what recovery read from it may have been written but not
 ///   yet synced by its writer), gets index files of its own (it is sealed, without
 ///   truncating it), and a new segment starts at `next_offset`;
@@ -492,7 +492,6 @@ async fn start_own_segment(
         // Only the counted bytes, which the scan validated: what a stale leader appended
         // after them is left out (its bytes inside them are the same bytes again).
         storage.replace_with_copy(&path, last.size).await?;
-        storage.sync_dir(dir).await?;
         last.file = storage.open_log_file(&path, false).await?;
         last.inherited = false;
         segments.insert(base, last);

@@ -18,6 +18,7 @@ use glommio::io::{BufferedFile, DmaFile, OpenOptions, ReadResult};
 
 use crate::aligned_buffer::{AlignedBuf, MemoryParts};
 use crate::error::{EngineError, Result};
+use crate::volume_sync::{SyncTicket, VolumeSync};
 
 /// Where partition files live.
 #[derive(Clone, Debug)]
@@ -292,6 +293,32 @@ impl Storage {
         Ok(())
     }
 
+    /// A ticket for a volume barrier covering the writes that follow
+    /// ([`crate::volume_sync`]); wait for it with [`Storage::sync_volume`].
+    pub fn sync_ticket(&self) -> Result<Option<SyncTicket>> {
+        match self {
+            Storage::Disk(root) => VolumeSync::of(root)
+                .map(|volume| Some(volume.ticket()))
+                .map_err(|e| EngineError::io(format!("syncing {}", root.display()), e)),
+            Storage::Memory(_) => Ok(None),
+        }
+    }
+
+    /// Returns once everything written on the volume before `ticket` was taken is durable:
+    /// one `syncfs` shared with every caller waiting at the same time, instead of an fsync
+    /// per file and directory ([`crate::volume_sync`]).
+    pub async fn sync_volume(&self, ticket: Option<SyncTicket>) -> Result<()> {
+        let (Storage::Disk(root), Some(ticket)) = (self, ticket) else {
+            return Ok(());
+        };
+        let context = || format!("syncing {}", root.display());
+        VolumeSync::of(root)
+            .map_err(|e| EngineError::io(context(), e))?
+            .wait(ticket)
+            .await
+            .map_err(|e| EngineError::io(context(), e))
+    }
+
     /// Creates an empty file unless it exists, without any fsync: the caller fsyncs the
     /// directory afterwards (the fence's liveness token, [`crate::fence`]).
     pub async fn create_empty(&self, relative: &Path) -> Result<()> {
@@ -450,9 +477,9 @@ impl Storage {
 
     /// Gives `relative` a new file of its own holding the first `len` bytes of the file it
     /// names now (which may be a hard link shared with another epoch): the bytes are copied
-    /// to `<name>.tmp`, fdatasync'd and renamed over `relative`, so the old file, under its
-    /// other names, is left as it was. The directory is not fsynced: the caller does, before
-    /// anything depends on the new file being there after a crash.
+    /// to `<name>.tmp` and renamed over `relative`, so the old file, under its other names,
+    /// is left as it was. Nothing is synced: the caller makes the copy and the rename
+    /// durable ([`Storage::sync_volume`]) before anything depends on them after a crash.
     pub async fn replace_with_copy(&self, relative: &Path, len: u64) -> Result<()> {
         match self {
             Storage::Disk(_) => {
@@ -474,7 +501,6 @@ impl Storage {
                     tmp_name.push(".tmp");
                     let tmp = PathBuf::from(tmp_name);
                     write_new(&tmp, &bytes)?;
-                    std::fs::File::open(&tmp)?.sync_data()?;
                     std::fs::rename(&tmp, &path)
                 })
                 .await

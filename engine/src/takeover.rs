@@ -14,9 +14,9 @@
 //!    segment is inherited with the length B's claim recorded
 //!    for it, or, for one B created itself, with no bound (recovery scans to its valid
 //!    end). A name that vanished meanwhile is skipped: B's retention removed it.
-//! 3. The new names, the copies and the directory are fsynced, all at once (they are
-//!    independent: one wait for the disk); recovery then reads E's names only
-//!    ([`FileScope`]).
+//! 3. Recovery reads E's names only ([`FileScope`]). The new names, the copies, what
+//!    recovery wrote and the directory are made durable after it, before the record, by
+//!    one volume barrier ([`crate::volume_sync`]) shared with the other takeovers in flight.
 //!
 //! Links rather than copies wherever the writer never writes in place: on the shared disk
 //! measured here (ext4), creating a file was the takeover's largest cost, kernel time
@@ -59,6 +59,9 @@ pub(crate) async fn recover_at_epoch(
 ) -> Result<(LogState, bool)> {
     match fence::claim(storage, dir, epoch).await? {
         Claimed::Reopen(record) => {
+            // What recovery writes (an adopted tail, in a run that stopped mid-way) is
+            // durable before the log serves.
+            let ticket = storage.sync_ticket()?;
             let scope = FileScope {
                 epoch,
                 // An adopted segment's file is this epoch's own (`fence`, "Adopting").
@@ -69,20 +72,23 @@ pub(crate) async fn recover_at_epoch(
                     .map(|&(base, len)| (base, Some(len)))
                     .collect(),
             };
-            Ok((
-                recovery::recover(storage, dir, config, &scope).await?,
-                false,
-            ))
+            let state = recovery::recover(storage, dir, config, &scope).await?;
+            storage.sync_volume(ticket).await?;
+            Ok((state, false))
         }
         Claimed::Takeover {
             base_epoch,
             base_record,
         } => {
+            // Everything the takeover writes from here to the record (links, copies, an
+            // adopted tail) is made durable by one volume barrier before the record.
+            let ticket = storage.sync_ticket()?;
             fence::remove_unfinished(storage, dir, epoch, is_partition_file).await?;
             let inherited = inherit(storage, dir, epoch, base_epoch, base_record.as_ref()).await?;
             tracing::info!(dir = %dir.display(), epoch, base_epoch, segments = inherited.len(), "taking over a partition");
             let scope = FileScope { epoch, inherited };
             let state = recovery::recover(storage, dir, config, &scope).await?;
+            storage.sync_volume(ticket).await?;
             // Inherited segments count with the length recovery found. A segment of E's own
             // below the recovered end can only be the inherited tail recovery adopted (every
             // other file of E's was removed before inheriting): it is recorded adopted, so a
@@ -112,9 +118,8 @@ pub(crate) async fn recover_at_epoch(
 }
 
 /// Steps 1–3 of the module documentation. Returns the inherited segments and their bounds.
-/// The copies are written without an fsync each and made durable at the end, with the
-/// directory, all at once ([`Storage::sync_at_once`]): one wait for the disk per partition
-/// instead of one per file.
+/// Nothing is synced here: the caller's volume barrier after recovery makes the links, the
+/// copies and the directory durable with whatever recovery wrote, before the record.
 async fn inherit(
     storage: &Storage,
     dir: &Path,
@@ -131,8 +136,7 @@ async fn inherit(
             cleaner_checkpoint::file_name(epoch),
         ),
     ];
-    let mut durable = vec![dir.to_path_buf()];
-    transfer_all(storage, dir, &checkpoints, Transfer::Link, &mut durable).await?;
+    transfer_all(storage, dir, &checkpoints, Transfer::Link).await?;
     let names = storage.list_dir(dir).await?;
     let snapshots: Vec<(String, String)> = names
         .iter()
@@ -141,7 +145,7 @@ async fn inherit(
                 .map(|offset| (name.clone(), snapshot_file_name(offset, epoch)))
         })
         .collect();
-    transfer_all(storage, dir, &snapshots, Transfer::Link, &mut durable).await?;
+    transfer_all(storage, dir, &snapshots, Transfer::Link).await?;
     let mut segments = BTreeMap::new();
     for name in &names {
         let Some(base) = segment::parse_file_name(name, base_epoch, "log") else {
@@ -182,8 +186,7 @@ async fn inherit(
         }
         inherited.insert(base, bound);
     }
-    transfer_all(storage, dir, &copies, Transfer::Copy, &mut durable).await?;
-    storage.sync_at_once(durable).await?;
+    transfer_all(storage, dir, &copies, Transfer::Copy).await?;
     Ok(inherited)
 }
 
@@ -209,14 +212,13 @@ enum Transfer {
     Copy,
 }
 
-/// Gives files of `dir` new names, all at once (one file-thread job each, no fsync), and
-/// adds each new name to `durable`; a missing source is skipped.
+/// Gives files of `dir` new names, all at once (one file-thread job each, no fsync); a
+/// missing source is skipped.
 async fn transfer_all(
     storage: &Storage,
     dir: &Path,
     transfers: &[(String, String)],
     how: Transfer,
-    durable: &mut Vec<PathBuf>,
 ) -> Result<()> {
     let paths: Vec<(PathBuf, PathBuf)> = transfers
         .iter()
@@ -229,10 +231,8 @@ async fn transfer_all(
         }
     }))
     .await;
-    for ((_, to), result) in paths.into_iter().zip(done) {
-        if result? {
-            durable.push(to);
-        }
+    for result in done {
+        result?;
     }
     Ok(())
 }
