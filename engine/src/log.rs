@@ -1220,15 +1220,22 @@ impl PartitionLog {
         let storage = &self.shared.storage;
         let dir = &self.shared.dir;
         let epoch = self.shared.epoch;
-        storage
-            .write_small_durable(&dir.join(snapshot_file_name(point.offset, epoch)), snapshot)
-            .await?;
-        storage
-            .write_small_durable(&dir.join(leader_epoch_file(epoch)), epochs)
-            .await?;
-        storage
-            .write_small_durable(&dir.join(recovery_point_file(epoch)), point.encode())
-            .await?;
+        // The snapshot and the epochs are durable before the recovery point that counts on
+        // them names its new offset.
+        let snapshot = (dir.join(snapshot_file_name(point.offset, epoch)), snapshot);
+        let epochs = (dir.join(leader_epoch_file(epoch)), epochs);
+        let recovery_point = (dir.join(recovery_point_file(epoch)), point.encode());
+        if epoch == 0 {
+            for (path, bytes) in [snapshot, epochs, recovery_point] {
+                storage.write_small_durable(&path, bytes).await?;
+            }
+        } else {
+            // A fenced log lives on the cluster's volume: volume barriers shared with the
+            // other logs checkpointing (a whole shard's at its close) instead of six fsyncs.
+            storage
+                .replace_small_files(vec![vec![snapshot, epochs], vec![recovery_point]])
+                .await?;
+        }
         recovery::remove_old_snapshots(storage, dir, SNAPSHOTS_KEPT, epoch).await
     }
 

@@ -234,6 +234,56 @@ impl Storage {
         }
     }
 
+    /// Replaces small files atomically and durably, step by step, with volume barriers
+    /// ([`Storage::sync_volume`]) instead of fsyncs: every file of every step is written
+    /// under `<name>.tmp` (one file-thread job), a barrier makes them durable, then each
+    /// step's files are renamed over their names (one job per step) and a barrier makes the
+    /// step durable before the next step's renames. A crash leaves each file old or new,
+    /// never a mix, and a later step's file new only if every earlier step's is. For the
+    /// checkpoints of a fenced log on the cluster's dedicated volume (see
+    /// [`crate::volume_sync`] for what a barrier waits for).
+    pub async fn replace_small_files(&self, steps: Vec<Vec<(PathBuf, Vec<u8>)>>) -> Result<()> {
+        let Storage::Disk(_) = self else {
+            for (relative, bytes) in steps.into_iter().flatten() {
+                self.write_small_durable(&relative, bytes).await?;
+            }
+            return Ok(());
+        };
+        let context = || "replacing checkpoint files".to_string();
+        let steps: Vec<Vec<(PathBuf, Vec<u8>)>> = steps
+            .into_iter()
+            .map(|step| {
+                step.into_iter()
+                    .map(|(relative, bytes)| (self.absolute(&relative), bytes))
+                    .collect()
+            })
+            .collect();
+        let ticket = self.sync_ticket()?;
+        let steps = blocking(move || -> std::io::Result<_> {
+            for (path, bytes) in steps.iter().flatten() {
+                write_new(&tmp_path(path), bytes)?;
+            }
+            Ok(steps)
+        })
+        .await
+        .map_err(|e| EngineError::io(context(), e))?;
+        self.sync_volume(ticket).await?;
+        for step in steps {
+            let ticket = self.sync_ticket()?;
+            let paths: Vec<PathBuf> = step.into_iter().map(|(path, _)| path).collect();
+            blocking(move || -> std::io::Result<()> {
+                for path in &paths {
+                    std::fs::rename(tmp_path(path), path)?;
+                }
+                Ok(())
+            })
+            .await
+            .map_err(|e| EngineError::io(context(), e))?;
+            self.sync_volume(ticket).await?;
+        }
+        Ok(())
+    }
+
     /// Creates an empty file that must not exist yet (`O_EXCL`), without any fsync: the
     /// caller makes it durable with [`Storage::sync_at_once`] (the file and its directory)
     /// before anything depends on it surviving a crash. Returns false, creating nothing,
@@ -497,9 +547,7 @@ impl Storage {
                             format!("{} bytes to copy, {} there", len, bytes.len()),
                         ));
                     }
-                    let mut tmp_name = path.as_os_str().to_owned();
-                    tmp_name.push(".tmp");
-                    let tmp = PathBuf::from(tmp_name);
+                    let tmp = tmp_path(&path);
                     write_new(&tmp, &bytes)?;
                     std::fs::rename(&tmp, &path)
                 })
@@ -717,11 +765,16 @@ fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .write_all(bytes)
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
+/// `<path>.tmp`: where a file is written before it is renamed over `path`.
+fn tmp_path(path: &Path) -> PathBuf {
     let mut tmp_name = path.as_os_str().to_owned();
     tmp_name.push(".tmp");
-    let tmp = PathBuf::from(tmp_name);
+    PathBuf::from(tmp_name)
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = tmp_path(path);
     {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
