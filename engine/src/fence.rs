@@ -181,7 +181,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{EngineError, Result};
-use crate::storage::Storage;
+use crate::storage::{Files, Storage};
 
 /// Subdirectory of a partition or group directory holding the claims.
 pub const CLAIMS_DIR: &str = "claims";
@@ -332,14 +332,11 @@ impl ClaimRecord {
 
 /// The epochs of every claim in `dir`, ascending.
 pub async fn claims(storage: &Storage, dir: &Path) -> Result<Vec<u32>> {
-    let mut epochs: Vec<u32> = storage
-        .list_dir(&claims_dir(dir))
-        .await?
-        .iter()
-        .filter_map(|name| parse_claim_name(name))
-        .collect();
-    epochs.sort_unstable();
-    Ok(epochs)
+    let claims_dir = claims_dir(dir);
+    let what = || format!("listing the claims of {}", dir.display());
+    storage
+        .batch(what, move |files| listed_claims(files, &claims_dir))
+        .await
 }
 
 /// Fails with [`EngineError::Fenced`] when a claim above `epoch` exists in `dir` (a
@@ -424,58 +421,101 @@ pub(crate) enum Claimed {
     },
 }
 
-/// Claims `dir` for `epoch` (step 1 of the takeover) and finds what to read (step 2).
+/// Claims `dir` for `epoch` (step 1 of the takeover) and finds what to read (step 2): two
+/// file-thread jobs and a volume barrier.
 pub(crate) async fn claim(storage: &Storage, dir: &Path, epoch: u32) -> Result<Claimed> {
-    check_claims(storage, dir, epoch).await?;
-    storage.create_dir_all(&claims_dir(dir)).await?;
-    // Made durable by the volume barrier below, which also covers the token and the
-    // removals.
+    // Made durable by the volume barrier below, with the token and the removals.
     let ticket = storage.sync_ticket()?;
-    let created = storage.create_new(&claim_path(dir, epoch)).await?;
-    // The token goes first, the listing after it: a claimant above us that listed before
-    // our token existed is seen by this listing, and we stop; one that lists later removes
-    // the token (see the module documentation).
-    storage.create_empty(&live_path(dir, epoch)).await?;
-    let found = claims(storage, dir).await?;
-    // A claim above ours made while we created ours wins; reading now would be wasted.
-    if let Some(&newest) = found.last().filter(|&&newest| newest > epoch) {
-        return Err(fenced(dir, epoch, newest));
-    }
-    // Supersede every older leader before reading anything: its next check fails, so
-    // whatever it acknowledged was durable before now.
-    for &older in found.iter().filter(|&&older| older < epoch) {
-        storage.remove(&live_path(dir, older)).await?;
-    }
+    let owned = dir.to_path_buf();
+    let what = || format!("claiming {} for epoch {epoch}", dir.display());
+    let (created, found) = match storage
+        .batch(what, move |files| claim_files(files, &owned, epoch))
+        .await?
+    {
+        Step1::Claimed { created, found } => (created, found),
+        Step1::Newer(newest) => return Err(fenced(dir, epoch, newest)),
+    };
     // Makes the claim, our token and the removals durable before anything is read, so that
     // a volume that restarts cannot bring a stale leader's token back: one barrier shared
     // with every takeover in flight ([`crate::volume_sync`]).
     storage.sync_volume(ticket).await?;
-    if !created {
-        if let Some(own) = read_record(storage, dir, epoch).await? {
-            return Ok(Claimed::Reopen(own));
-        }
-    }
-    for &older in found.iter().rev() {
-        if older >= epoch {
-            continue;
-        }
-        // A claim without a record is a takeover that never finished: it acknowledged
-        // nothing, and what it wrote is garbage.
-        if let Some(record) = read_record(storage, dir, older).await? {
-            return Ok(Claimed::Takeover {
-                base_epoch: older,
-                base_record: Some(record),
-            });
-        }
-    }
-    Ok(Claimed::Takeover {
-        base_epoch: 0,
-        base_record: None,
-    })
+    let owned = dir.to_path_buf();
+    let what = || format!("reading the claims of {}", dir.display());
+    storage
+        .batch(what, move |files| {
+            if !created {
+                if let Some(own) = read_record(files, &owned, epoch)? {
+                    return Ok(Claimed::Reopen(own));
+                }
+            }
+            for &older in found.iter().rev().filter(|&&older| older < epoch) {
+                // A claim without a record is a takeover that never finished: it
+                // acknowledged nothing, and what it wrote is garbage.
+                if let Some(record) = read_record(files, &owned, older)? {
+                    return Ok(Claimed::Takeover {
+                        base_epoch: older,
+                        base_record: Some(record),
+                    });
+                }
+            }
+            Ok(Claimed::Takeover {
+                base_epoch: 0,
+                base_record: None,
+            })
+        })
+        .await
 }
 
-async fn read_record(storage: &Storage, dir: &Path, epoch: u32) -> Result<Option<ClaimRecord>> {
-    let Some(bytes) = storage.read_small(&record_path(dir, epoch)).await? else {
+/// What step 1's file calls found.
+enum Step1 {
+    /// Claimed (`created`: false when the claim existed, this owner's earlier attempt);
+    /// `found`: every claim listed after ours, ascending.
+    Claimed { created: bool, found: Vec<u32> },
+    /// A claim above ours exists.
+    Newer(u32),
+}
+
+/// Step 1's calls, in one job: fail early when a newer claim exists, create the claim and
+/// the token, list, and remove the token of every older claim listed.
+fn claim_files(files: &dyn Files, dir: &Path, epoch: u32) -> std::io::Result<Step1> {
+    let claims_dir = claims_dir(dir);
+    if let Some(&newest) = listed_claims(files, &claims_dir)?.last() {
+        if newest > epoch {
+            return Ok(Step1::Newer(newest));
+        }
+    }
+    files.create_dir_all(&claims_dir)?;
+    let created = files.create_new(&claim_path(dir, epoch))?;
+    // The token goes first, the listing after it: a claimant above us that listed before
+    // our token existed is seen by this listing, and we stop; one that lists later removes
+    // the token (see the module documentation).
+    files.create_empty(&live_path(dir, epoch))?;
+    let found = listed_claims(files, &claims_dir)?;
+    // A claim above ours made while we created ours wins; reading now would be wasted.
+    if let Some(&newest) = found.last().filter(|&&newest| newest > epoch) {
+        return Ok(Step1::Newer(newest));
+    }
+    // Supersede every older leader before reading anything: its next check fails, so
+    // whatever it acknowledged was durable before now.
+    for &older in found.iter().filter(|&&older| older < epoch) {
+        files.remove(&live_path(dir, older))?;
+    }
+    Ok(Step1::Claimed { created, found })
+}
+
+/// The epochs of the claims in `claims_dir`, ascending.
+fn listed_claims(files: &dyn Files, claims_dir: &Path) -> std::io::Result<Vec<u32>> {
+    let mut epochs: Vec<u32> = files
+        .list(claims_dir)?
+        .iter()
+        .filter_map(|name| parse_claim_name(name))
+        .collect();
+    epochs.sort_unstable();
+    Ok(epochs)
+}
+
+fn read_record(files: &dyn Files, dir: &Path, epoch: u32) -> std::io::Result<Option<ClaimRecord>> {
+    let Some(bytes) = files.read_small(&record_path(dir, epoch))? else {
         return Ok(None);
     };
     match ClaimRecord::decode(&bytes) {
@@ -547,7 +587,12 @@ pub(crate) async fn adopt_segment(
     epoch: u32,
     base: u64,
 ) -> Result<bool> {
-    let Some(mut record) = read_record(storage, dir, epoch).await? else {
+    let owned = dir.to_path_buf();
+    let what = || format!("reading the claim record of {}", dir.display());
+    let record = storage
+        .batch(what, move |files| read_record(files, &owned, epoch))
+        .await?;
+    let Some(mut record) = record else {
         return Ok(false);
     };
     let Ok(at) = record.segments.binary_search_by_key(&base, |(b, _)| *b) else {
@@ -568,9 +613,30 @@ pub(crate) async fn remove_unfinished(
     epoch: u32,
     is_engine_file: fn(&str) -> bool,
 ) -> Result<()> {
-    for name in storage.list_dir(dir).await? {
+    let owned = dir.to_path_buf();
+    let what = || {
+        format!(
+            "removing an unfinished takeover's files in {}",
+            dir.display()
+        )
+    };
+    storage
+        .batch(what, move |files| {
+            remove_unfinished_files(files, &owned, epoch, is_engine_file)
+        })
+        .await
+}
+
+/// [`remove_unfinished`]'s calls, for a caller already in a batch.
+pub(crate) fn remove_unfinished_files(
+    files: &dyn Files,
+    dir: &Path,
+    epoch: u32,
+    is_engine_file: fn(&str) -> bool,
+) -> std::io::Result<()> {
+    for name in files.list(dir)? {
         if is_engine_file(&name) && file_epoch(&name) == epoch {
-            storage.remove(&dir.join(&name)).await?;
+            files.remove(&dir.join(&name))?;
         }
     }
     Ok(())

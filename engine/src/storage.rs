@@ -20,6 +20,9 @@ use crate::aligned_buffer::{AlignedBuf, MemoryParts};
 use crate::error::{EngineError, Result};
 use crate::volume_sync::{SyncTicket, VolumeSync};
 
+mod batch;
+pub use batch::Files;
+
 /// Where partition files live.
 #[derive(Clone, Debug)]
 pub enum Storage {
@@ -96,94 +99,31 @@ impl Storage {
 
     /// Creates a directory and its parents, fsyncing each parent that gained an entry.
     pub async fn create_dir_all(&self, relative: &Path) -> Result<()> {
-        let Storage::Disk(_) = self else {
-            return Ok(());
-        };
-        let path = self.absolute(relative);
-        blocking(move || create_dir_all_durable(&path))
+        let dir = relative.to_path_buf();
+        let what = || format!("creating {}", relative.display());
+        self.batch(what, move |files| files.create_dir_all(&dir))
             .await
-            .map_err(|e| EngineError::io(format!("creating {}", relative.display()), e))
     }
 
     /// Names of the entries of a directory (empty when it does not exist).
     pub async fn list_dir(&self, relative: &Path) -> Result<Vec<String>> {
-        match self {
-            Storage::Disk(_) => {
-                let path = self.absolute(relative);
-                let context = format!("listing {}", relative.display());
-                blocking(move || -> std::io::Result<Vec<String>> {
-                    let entries = match std::fs::read_dir(&path) {
-                        Ok(entries) => entries,
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-                        Err(e) => return Err(e),
-                    };
-                    let mut names = Vec::new();
-                    for entry in entries {
-                        names.push(entry?.file_name().to_string_lossy().into_owned());
-                    }
-                    Ok(names)
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
-            }
-            Storage::Memory(store) => {
-                let files = lock(&store.files);
-                let mut names: Vec<String> = files
-                    .keys()
-                    .filter(|p| p.parent() == Some(relative))
-                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    .collect();
-                // Directories are implicit in memory: report child directories too.
-                for path in files.keys() {
-                    if let Ok(rest) = path.strip_prefix(relative) {
-                        let mut parts = rest.components();
-                        if let (Some(first), Some(_)) = (parts.next(), parts.next()) {
-                            let name = first.as_os_str().to_string_lossy().into_owned();
-                            if !names.contains(&name) {
-                                names.push(name);
-                            }
-                        }
-                    }
-                }
-                Ok(names)
-            }
-        }
+        let dir = relative.to_path_buf();
+        let what = || format!("listing {}", relative.display());
+        self.batch(what, move |files| files.list(&dir)).await
     }
 
     /// Reads a whole small file; `None` when it does not exist.
     pub async fn read_small(&self, relative: &Path) -> Result<Option<Vec<u8>>> {
-        match self {
-            Storage::Disk(_) => {
-                let path = self.absolute(relative);
-                let context = format!("reading {}", relative.display());
-                blocking(move || match std::fs::read(&path) {
-                    Ok(bytes) => Ok(Some(bytes)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(e),
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
-            }
-            Storage::Memory(store) => Ok(store.get(relative).map(|f| lock(&f).clone())),
-        }
+        let path = relative.to_path_buf();
+        let what = || format!("reading {}", relative.display());
+        self.batch(what, move |files| files.read_small(&path)).await
     }
 
     /// The length of a file; `None` when it does not exist.
     pub async fn file_len(&self, relative: &Path) -> Result<Option<u64>> {
-        match self {
-            Storage::Disk(_) => {
-                let path = self.absolute(relative);
-                let context = format!("reading the size of {}", relative.display());
-                blocking(move || match std::fs::metadata(&path) {
-                    Ok(metadata) => Ok(Some(metadata.len())),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(e),
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
-            }
-            Storage::Memory(store) => Ok(store.get(relative).map(|f| lock(&f).len() as u64)),
-        }
+        let path = relative.to_path_buf();
+        let what = || format!("reading the size of {}", relative.display());
+        self.batch(what, move |files| files.file_len(&path)).await
     }
 
     /// Reads at most the first `max_len` bytes of a file; `None` when it does not exist.
@@ -291,33 +231,9 @@ impl Storage {
     /// [`crate::fence`]: of several brokers creating the same name, exactly one succeeds,
     /// and the name is visible to all once it returns.
     pub async fn create_new(&self, relative: &Path) -> Result<bool> {
-        match self {
-            Storage::Disk(_) => {
-                let path = self.absolute(relative);
-                let context = format!("creating {}", relative.display());
-                blocking(move || -> std::io::Result<bool> {
-                    match std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(&path)
-                    {
-                        Ok(_) => Ok(true),
-                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-                        Err(e) => Err(e),
-                    }
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
-            }
-            Storage::Memory(store) => {
-                let mut files = lock(&store.files);
-                if files.contains_key(relative) {
-                    return Ok(false);
-                }
-                files.insert(relative.to_path_buf(), MemoryFile::default());
-                Ok(true)
-            }
-        }
+        let path = relative.to_path_buf();
+        let what = || format!("creating {}", relative.display());
+        self.batch(what, move |files| files.create_new(&path)).await
     }
 
     /// Fsyncs every file and directory in `paths` at once (one file-thread job each) and
@@ -372,26 +288,10 @@ impl Storage {
     /// Creates an empty file unless it exists, without any fsync: the caller fsyncs the
     /// directory afterwards (the fence's liveness token, [`crate::fence`]).
     pub async fn create_empty(&self, relative: &Path) -> Result<()> {
-        match self {
-            Storage::Disk(_) => {
-                let path = self.absolute(relative);
-                let context = format!("creating {}", relative.display());
-                blocking(move || {
-                    std::fs::OpenOptions::new()
-                        .write(true)
-                        .create(true)
-                        .truncate(false)
-                        .open(&path)
-                        .map(drop)
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
-            }
-            Storage::Memory(store) => {
-                store.get_or_create(relative);
-                Ok(())
-            }
-        }
+        let path = relative.to_path_buf();
+        let what = || format!("creating {}", relative.display());
+        self.batch(what, move |files| files.create_empty(&path))
+            .await
     }
 
     /// Whether a file exists, asked on the shard's ring (an `openat`, and for a file that
@@ -429,29 +329,10 @@ impl Storage {
     /// removing either leaves the other). Returns false when `from` does not exist. `to`
     /// must not exist. The directory is not fsynced: callers sync it once after a batch.
     pub async fn hard_link(&self, from: &Path, to: &Path) -> Result<bool> {
-        match self {
-            Storage::Disk(_) => {
-                let (from_path, to_path) = (self.absolute(from), self.absolute(to));
-                let context = format!("linking {} to {}", to.display(), from.display());
-                blocking(move || source_existed(std::fs::hard_link(&from_path, &to_path)))
-                    .await
-                    .map_err(|e| EngineError::io(context, e))
-            }
-            Storage::Memory(store) => {
-                let mut files = lock(&store.files);
-                let Some(file) = files.get(from).cloned() else {
-                    return Ok(false);
-                };
-                if files.contains_key(to) {
-                    return Err(EngineError::io(
-                        format!("linking {}", to.display()),
-                        std::io::Error::from(std::io::ErrorKind::AlreadyExists),
-                    ));
-                }
-                files.insert(to.to_path_buf(), file);
-                Ok(true)
-            }
-        }
+        let (source, target) = (from.to_path_buf(), to.to_path_buf());
+        let what = || format!("linking {} to {}", to.display(), from.display());
+        self.batch(what, move |files| files.hard_link(&source, &target))
+            .await
     }
 
     /// Writes a file under a name nobody else uses yet, without any fsync: for batches of
@@ -478,31 +359,10 @@ impl Storage {
     /// no fsync) in one file-thread job; returns false, writing nothing, when `from` does
     /// not exist.
     pub async fn copy_new_file(&self, from: &Path, to: &Path) -> Result<bool> {
-        match self {
-            Storage::Disk(_) => {
-                let (from_path, to_path) = (self.absolute(from), self.absolute(to));
-                let context = format!("copying {} to {}", from.display(), to.display());
-                blocking(move || -> std::io::Result<bool> {
-                    let bytes = match std::fs::read(&from_path) {
-                        Ok(bytes) => bytes,
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-                        Err(e) => return Err(e),
-                    };
-                    write_new(&to_path, &bytes)?;
-                    Ok(true)
-                })
-                .await
-                .map_err(|e| EngineError::io(context, e))
-            }
-            Storage::Memory(store) => {
-                let Some(file) = store.get(from) else {
-                    return Ok(false);
-                };
-                let bytes = lock(&file).clone();
-                lock(&store.files).insert(to.to_path_buf(), Arc::new(Mutex::new(bytes)));
-                Ok(true)
-            }
-        }
+        let (source, target) = (from.to_path_buf(), to.to_path_buf());
+        let what = || format!("copying {} to {}", from.display(), to.display());
+        self.batch(what, move |files| files.copy_new_file(&source, &target))
+            .await
     }
 
     /// Writes `bytes` as the whole content of `relative` in place (created or truncated, no
@@ -600,16 +460,9 @@ impl Storage {
 
     /// Removes a file; a missing file is not an error.
     pub async fn remove(&self, relative: &Path) -> Result<()> {
-        match self {
-            Storage::Disk(_) => {
-                self.remove_on_disk(relative, |p| std::fs::remove_file(p))
-                    .await
-            }
-            Storage::Memory(store) => {
-                lock(&store.files).remove(relative);
-                Ok(())
-            }
-        }
+        let path = relative.to_path_buf();
+        let what = || format!("removing {}", relative.display());
+        self.batch(what, move |files| files.remove(&path)).await
     }
 
     /// Removes a directory and everything below it.

@@ -27,7 +27,7 @@
 //! that nobody reads; a retry at E removes them first.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::compaction::cleaner_checkpoint;
 use crate::config::LogConfig;
@@ -37,7 +37,7 @@ use crate::log::{leader_epoch_file, recovery_point_file, LogState};
 use crate::producer_state::{parse_snapshot_file_name, snapshot_file_name};
 use crate::recovery::{self, FileScope};
 use crate::segment;
-use crate::storage::Storage;
+use crate::storage::{Files, Storage};
 
 /// How long after a takeover (or a reopen at a fence epoch) the files of older epochs are
 /// removed ([`crate::fence::remove_superseded`], by the shard's maintenance): not on the
@@ -83,7 +83,6 @@ pub(crate) async fn recover_at_epoch(
             // Everything the takeover writes from here to the record (links, copies, an
             // adopted tail) is made durable by one volume barrier before the record.
             let ticket = storage.sync_ticket()?;
-            fence::remove_unfinished(storage, dir, epoch, is_partition_file).await?;
             let inherited = inherit(storage, dir, epoch, base_epoch, base_record.as_ref()).await?;
             tracing::info!(dir = %dir.display(), epoch, base_epoch, segments = inherited.len(), "taking over a partition");
             let scope = FileScope { epoch, inherited };
@@ -117,7 +116,8 @@ pub(crate) async fn recover_at_epoch(
     }
 }
 
-/// Steps 1–3 of the module documentation. Returns the inherited segments and their bounds.
+/// Steps 1–3 of the module documentation, after removing what an unfinished takeover at
+/// `epoch` left: one file-thread job. Returns the inherited segments and their bounds.
 /// Nothing is synced here: the caller's volume barrier after recovery makes the links, the
 /// copies and the directory durable with whatever recovery wrote, before the record.
 async fn inherit(
@@ -127,6 +127,29 @@ async fn inherit(
     base_epoch: u32,
     base_record: Option<&ClaimRecord>,
 ) -> Result<BTreeMap<u64, Option<u64>>> {
+    let owned = dir.to_path_buf();
+    let base_record = base_record.cloned();
+    let what = || format!("inheriting {} from epoch {base_epoch}", dir.display());
+    storage
+        .batch(what, move |files| {
+            fence::remove_unfinished_files(files, &owned, epoch, is_partition_file)?;
+            inherit_files(files, &owned, epoch, base_epoch, base_record.as_ref())
+        })
+        .await
+}
+
+/// [`inherit`]'s calls. Links rather than copies wherever the writer only ever replaces a
+/// file by a rename (checkpoints, leader epochs, producer snapshots:
+/// `Storage::write_small_durable`), so the file a link names never changes: no new inode,
+/// no bytes written. Copies for the segment indexes, which their writer may rewrite in
+/// place. A missing source is skipped.
+fn inherit_files(
+    files: &dyn Files,
+    dir: &Path,
+    epoch: u32,
+    base_epoch: u32,
+    base_record: Option<&ClaimRecord>,
+) -> std::io::Result<BTreeMap<u64, Option<u64>>> {
     // The checkpoints first, before the listing (step 1 of the module documentation).
     let checkpoints = [
         (recovery_point_file(base_epoch), recovery_point_file(epoch)),
@@ -136,16 +159,18 @@ async fn inherit(
             cleaner_checkpoint::file_name(epoch),
         ),
     ];
-    transfer_all(storage, dir, &checkpoints, Transfer::Link).await?;
-    let names = storage.list_dir(dir).await?;
-    let snapshots: Vec<(String, String)> = names
-        .iter()
-        .filter_map(|name| {
-            parse_snapshot_file_name(name, base_epoch)
-                .map(|offset| (name.clone(), snapshot_file_name(offset, epoch)))
-        })
-        .collect();
-    transfer_all(storage, dir, &snapshots, Transfer::Link).await?;
+    for (from, to) in &checkpoints {
+        files.hard_link(&dir.join(from), &dir.join(to))?;
+    }
+    let names = files.list(dir)?;
+    for name in &names {
+        if let Some(offset) = parse_snapshot_file_name(name, base_epoch) {
+            files.hard_link(
+                &dir.join(name),
+                &dir.join(snapshot_file_name(offset, epoch)),
+            )?;
+        }
+    }
     let mut segments = BTreeMap::new();
     for name in &names {
         let Some(base) = segment::parse_file_name(name, base_epoch, "log") else {
@@ -163,78 +188,39 @@ async fn inherit(
         segments.insert(base, (name, bound));
     }
     let small_tail = match segments.last_key_value() {
-        Some((_, (name, bound))) => is_small_tail(storage, &dir.join(name), *bound).await?,
+        Some((_, (name, bound))) => is_small_tail(files, &dir.join(name), *bound)?,
         None => false,
     };
     let last_base = segments.keys().next_back().copied();
-    let mut copies = Vec::new();
     let mut inherited = BTreeMap::new();
     for (base, (name, bound)) in segments {
-        let own = segment::log_path(dir, base, epoch);
-        if !storage.hard_link(&dir.join(name), &own).await? {
+        if !files.hard_link(&dir.join(name), &segment::log_path(dir, base, epoch))? {
             continue;
         }
         // A small last segment is adopted and its indexes rebuilt by recovery's scan
         // (`recovery::start_own_segment`): copying them would only create two files.
         if !(small_tail && Some(base) == last_base) {
             for extension in ["index", "timeindex"] {
-                copies.push((
-                    segment::file_name(base, base_epoch, extension),
-                    segment::file_name(base, epoch, extension),
-                ));
+                files.copy_new_file(
+                    &dir.join(segment::file_name(base, base_epoch, extension)),
+                    &dir.join(segment::file_name(base, epoch, extension)),
+                )?;
             }
         }
         inherited.insert(base, bound);
     }
-    transfer_all(storage, dir, &copies, Transfer::Copy).await?;
     Ok(inherited)
 }
 
 /// Whether an inherited last segment counts few enough bytes for recovery to adopt it
 /// (at most [`recovery::ADOPT_TAIL_MAX_BYTES`]): its recorded bound, or for one the base
 /// epoch created itself, its file's length (which only grows past what counts).
-async fn is_small_tail(storage: &Storage, path: &Path, bound: Option<u64>) -> Result<bool> {
+fn is_small_tail(files: &dyn Files, path: &Path, bound: Option<u64>) -> std::io::Result<bool> {
     let counted = match bound {
         Some(len) => Some(len),
-        None => storage.file_len(path).await?,
+        None => files.file_len(path)?,
     };
     Ok(counted.is_some_and(|len| len <= recovery::ADOPT_TAIL_MAX_BYTES))
-}
-
-/// How a file of the base epoch becomes one of the new epoch's.
-#[derive(Clone, Copy)]
-enum Transfer {
-    /// A hard link: for files their writer only ever replaces by a rename (checkpoints,
-    /// leader epochs, producer snapshots: `Storage::write_small_durable`), so the file a
-    /// link names never changes. No new inode, no bytes written.
-    Link,
-    /// A copy: for files their writer may rewrite in place (segment indexes).
-    Copy,
-}
-
-/// Gives files of `dir` new names, all at once (one file-thread job each, no fsync); a
-/// missing source is skipped.
-async fn transfer_all(
-    storage: &Storage,
-    dir: &Path,
-    transfers: &[(String, String)],
-    how: Transfer,
-) -> Result<()> {
-    let paths: Vec<(PathBuf, PathBuf)> = transfers
-        .iter()
-        .map(|(from, to)| (dir.join(from), dir.join(to)))
-        .collect();
-    let done = futures_util::future::join_all(paths.iter().map(|(from, to)| async move {
-        match how {
-            Transfer::Link => storage.hard_link(from, to).await,
-            Transfer::Copy => storage.copy_new_file(from, to).await,
-        }
-    }))
-    .await;
-    for result in done {
-        result?;
-    }
-    Ok(())
 }
 
 /// Whether `name` is one of the files a partition log keeps in its directory, at any epoch
