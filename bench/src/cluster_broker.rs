@@ -97,6 +97,14 @@ impl ClusterBroker {
         (per_second > 0).then(|| Duration::from_secs_f64(ticks as f64 / per_second as f64))
     }
 
+    /// SIGKILL (a broker that dies), then waits for the exit.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// SIGTERM, then waits for the exit (kill -9 after 60 s).
     pub fn stop(&mut self) {
         let Some(mut child) = self.child.take() else {
@@ -118,10 +126,7 @@ impl ClusterBroker {
 
 impl Drop for ClusterBroker {
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.kill();
     }
 }
 

@@ -9,7 +9,10 @@
 //! ([`crate::produce_probe`]). The sample is the time until the last partition answered
 //! without error (and the first, for the picture); broker 1 learns of the file from its
 //! change notification (or its 1 s poll), opens each partition at epoch 2 (claim, inherit the
-//! files of epoch 1, recover) while broker 0 closes them. Both brokers stop (SIGTERM) after
+//! files of epoch 1, recover) while broker 0 closes them (`--old-leader running`, a planned
+//! move), or after broker 0 was killed with SIGKILL just before the rewrite
+//! (`--old-leader killed`, a failover: broker 1 inherits logs nobody closed, and has the
+//! machine to itself). Both brokers stop (SIGTERM) after
 //! each run and the directory is removed. Reported: every run and the median per `N`, and
 //! the descriptors broker 1 holds once it serves them all (`/proc/<pid>/fd`: what a broker
 //! needs per partition, against `ulimit -n`) and the CPU time it used for the takeover (on a
@@ -28,7 +31,7 @@ use crate::produce_probe::ProduceProbe;
 use crate::report::median;
 
 /// Report format identifier, bumped when fields change meaning.
-pub const TAKEOVER_FORMAT: &str = "kaas-bench-takeover/2";
+pub const TAKEOVER_FORMAT: &str = "kaas-bench-takeover/3";
 const TOPIC: &str = "moved";
 
 #[derive(Args, Debug, Clone)]
@@ -48,6 +51,12 @@ pub struct TakeoverArgs {
     /// Parent of the data directories (on the disk to measure).
     #[arg(long, default_value = "/tmp")]
     pub data_parent: PathBuf,
+    /// What happens to broker 0 when the partitions move: `running` (a planned move: it
+    /// closes them, checkpointing, while broker 1 takes them over) or `killed` (a failover:
+    /// SIGKILL just before the assignment changes, so broker 1 recovers what a dead leader
+    /// left and nothing else uses the machine).
+    #[arg(long, value_enum, default_value_t = OldLeader::Running)]
+    pub old_leader: OldLeader,
     /// Pause between two probe requests to the new leader.
     #[arg(long, default_value_t = 2)]
     pub probe_interval_ms: u64,
@@ -57,6 +66,14 @@ pub struct TakeoverArgs {
     /// JSON report file.
     #[arg(long)]
     pub report: Option<PathBuf>,
+}
+
+/// Broker 0's fate in a run ([`TakeoverArgs::old_leader`]).
+#[derive(clap::ValueEnum, Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OldLeader {
+    Running,
+    Killed,
 }
 
 #[derive(Serialize, Debug)]
@@ -90,6 +107,7 @@ struct TakeoverReport {
     git_revision: String,
     machine: MachineInfo,
     shards: usize,
+    old_leader: OldLeader,
     probe_interval_ms: u64,
     results: Vec<PartitionCountResult>,
 }
@@ -192,6 +210,9 @@ fn one_run(args: &TakeoverArgs, partitions: usize, run: usize) -> anyhow::Result
             timeout,
         )?;
 
+        if args.old_leader == OldLeader::Killed {
+            old.kill();
+        }
         let cpu_before = new.cpu_time();
         let moved = Instant::now();
         write_assignment(&data, &[&old, &new], 2, TOPIC, partitions, 1, 2)?;
@@ -231,6 +252,7 @@ pub fn takeover_command(args: &TakeoverArgs) -> anyhow::Result<()> {
         git_revision: git_revision(),
         machine: MachineInfo::current(),
         shards: args.shards,
+        old_leader: args.old_leader,
         probe_interval_ms: args.probe_interval_ms,
         results: Vec::new(),
     };
