@@ -5,11 +5,11 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{append_acked_batches, assert_holds, batch, disk_storage, run};
 use kaas_engine::log_manager::now_ms;
-use kaas_engine::{LogConfig, LogManager, PartitionId, PartitionLog};
+use kaas_engine::{LogConfig, LogManager, PartitionId, PartitionLog, Storage};
 
 const NOW: i64 = 1_700_000_000_000;
 /// More than the clean-up's delay (a minute).
@@ -37,20 +37,30 @@ fn names_of_epoch(root: &Path, dir: &Path, epoch: u32) -> Vec<String> {
     found
 }
 
+/// The partition led at epoch 1, `batches` acknowledged, then closed: the storage, the
+/// partition, its directory and what was acknowledged.
+async fn led_at_epoch_one(
+    root: &Path,
+    batches: u64,
+) -> (Storage, PartitionId, PathBuf, Vec<(u64, Vec<u8>)>) {
+    let storage = disk_storage(root).await;
+    let id = PartitionId::new("t", 0);
+    let dir = id.dir().expect("dir");
+    let first = PartitionLog::open_at_epoch(&storage, &dir, LogConfig::default(), 1)
+        .await
+        .expect("open at epoch 1");
+    let produced = (1..=batches).map(|seed| batch(seed, 2, 300, NOW, None));
+    let acked = append_acked_batches(&first, produced, 1, NOW).await;
+    first.close().await.expect("close at epoch 1");
+    (storage, id, dir, acked)
+}
+
 #[test]
 fn the_older_epochs_files_are_removed_by_maintenance_a_minute_after_the_takeover() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path().to_path_buf();
     run(move || async move {
-        let storage = disk_storage(&root).await;
-        let id = PartitionId::new("t", 0);
-        let dir = id.dir().expect("dir");
-        let old = PartitionLog::open_at_epoch(&storage, &dir, LogConfig::default(), 1)
-            .await
-            .expect("open at epoch 1");
-        let batches = (1..=3).map(|seed| batch(seed, 2, 300, NOW, None));
-        let mut acked = append_acked_batches(&old, batches, 1, NOW).await;
-        old.close().await.expect("close at epoch 1");
+        let (storage, id, dir, mut acked) = led_at_epoch_one(&root, 3).await;
         let left_by_one = names_of_epoch(&root, &dir, 1);
         assert!(
             left_by_one.iter().any(|name| name.ends_with(".log")),
@@ -119,15 +129,7 @@ fn a_fenced_leader_leaves_the_clean_up_to_the_newer_epoch() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let root = tmp.path().to_path_buf();
     run(move || async move {
-        let storage = disk_storage(&root).await;
-        let id = PartitionId::new("t", 0);
-        let dir = id.dir().expect("dir");
-        let first = PartitionLog::open_at_epoch(&storage, &dir, LogConfig::default(), 1)
-            .await
-            .expect("open at epoch 1");
-        let batches = (1..=2).map(|seed| batch(seed, 2, 300, NOW, None));
-        let acked = append_acked_batches(&first, batches, 1, NOW).await;
-        first.close().await.expect("close at epoch 1");
+        let (storage, _, dir, acked) = led_at_epoch_one(&root, 2).await;
         let stale = PartitionLog::open_at_epoch(&storage, &dir, LogConfig::default(), 2)
             .await
             .expect("take over at epoch 2");
