@@ -19,6 +19,15 @@ pub enum ShardCommand {
     ClosePartition {
         /// The partition.
         partition: TopicPartition,
+        /// Whether the close writes a checkpoint (recovery point, producer snapshot, leader
+        /// epochs) first. Worth it when this broker opens the partition again right after
+        /// (on another shard, or at a new epoch: the open phase follows the close phase, so
+        /// it recovers from where the log ended). Not when another broker takes it over:
+        /// that broker claims and inherits the files at the same moment, so the checkpoint
+        /// would arrive too late to be read and would only compete with that takeover for
+        /// the shared volume (its recovery starts at the last periodic checkpoint, as after
+        /// a failover).
+        checkpoint: bool,
     },
     /// Start coordinating the group, loading its state from the files.
     AdoptGroup {

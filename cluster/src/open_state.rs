@@ -115,7 +115,7 @@ impl OpenState {
                     .partitions
                     .insert(partition.clone(), *leader_epoch);
             }
-            ShardCommand::ClosePartition { partition } => {
+            ShardCommand::ClosePartition { partition, .. } => {
                 let removed = self
                     .shards
                     .get_mut(&shard)
@@ -194,6 +194,7 @@ mod tests {
             shard: ShardIndex(shard),
             command: ShardCommand::ClosePartition {
                 partition: partition.clone(),
+                checkpoint: true,
             },
         };
         let mut state = OpenState::new();

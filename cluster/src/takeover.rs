@@ -5,7 +5,9 @@
 //! 1. **Close phase**: close every open partition the new view does not give this broker at
 //!    exactly that shard and epoch (lost to another broker, moving to another shard here,
 //!    reopened at a new epoch, or an orphan no assignment gives this broker), and drop every
-//!    group likewise.
+//!    group likewise. A partition the open phase reopens here is checkpointed as it closes;
+//!    one another broker takes over is not (that broker inherits the files concurrently; see
+//!    [`ShardCommand::ClosePartition`]).
 //! 2. **Open phase**: open every partition the new view gives this broker that is not open at
 //!    its shard and epoch, and adopt every group likewise.
 //!
@@ -106,7 +108,7 @@ impl Phase {
             let shard = planned.command.shard;
             match &planned.command.command {
                 ShardCommand::OpenPartition { partition, .. }
-                | ShardCommand::ClosePartition { partition } => (shard, Some(partition), None),
+                | ShardCommand::ClosePartition { partition, .. } => (shard, Some(partition), None),
                 ShardCommand::AdoptGroup { group } | ShardCommand::DropGroup { group } => {
                     (shard, None, Some(group))
                 }
@@ -202,6 +204,8 @@ pub fn plan_takeover(
             };
             let command = ShardCommand::ClosePartition {
                 partition: partition.clone(),
+                // Reopened here (next phase) or taken over elsewhere (concurrently).
+                checkpoint: wanted_partitions.contains_key(partition),
             };
             plan.close.push(shard, command, cause);
         }

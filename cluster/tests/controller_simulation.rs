@@ -681,6 +681,7 @@ impl World {
                             shard: kaas_cluster::ids::ShardIndex(shard),
                             command: ShardCommand::ClosePartition {
                                 partition: partition.clone(),
+                                checkpoint: false,
                             },
                         };
                         self.procs[p]

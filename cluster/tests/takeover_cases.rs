@@ -61,9 +61,11 @@ fn open_cmd(partition: i32, epoch: i32) -> ShardCommand {
     }
 }
 
-fn close_cmd(partition: i32) -> ShardCommand {
+/// A close that checkpoints first (`reopened_here`) or hands the files over as they are.
+fn close_cmd(partition: i32, reopened_here: bool) -> ShardCommand {
     ShardCommand::ClosePartition {
         partition: tp(partition),
+        checkpoint: reopened_here,
     }
 }
 
@@ -83,7 +85,7 @@ fn a_lost_partition_closes_and_a_gained_one_opens() {
     let mut open = OpenState::new();
     open.insert_partition(shard_of(0), tp(0), LeaderEpoch(3));
     let [close, opened] = listed(&plan_takeover(Some(&old), &new, &open));
-    assert_eq!(close, vec![(shard_of(0), close_cmd(0), Cause::Lost)]);
+    assert_eq!(close, vec![(shard_of(0), close_cmd(0, false), Cause::Lost)]);
     assert_eq!(opened, vec![(shard_of(1), open_cmd(1, 4), Cause::Gained)]);
 }
 
@@ -96,7 +98,7 @@ fn a_risen_leader_epoch_closes_and_reopens_on_the_same_shard() {
     let [close, opened] = listed(&plan_takeover(Some(&old), &new, &open));
     assert_eq!(
         close,
-        vec![(shard_of(0), close_cmd(0), Cause::EpochChanged)]
+        vec![(shard_of(0), close_cmd(0, true), Cause::EpochChanged)]
     );
     assert_eq!(
         opened,
@@ -111,7 +113,7 @@ fn a_partition_on_the_wrong_shard_closes_there_before_opening_on_its_owner() {
     let mut open = OpenState::new();
     open.insert_partition(wrong, tp(0), LeaderEpoch(2));
     let [close, opened] = listed(&plan_takeover(Some(&new), &new, &open));
-    assert_eq!(close, vec![(wrong, close_cmd(0), Cause::Moved)]);
+    assert_eq!(close, vec![(wrong, close_cmd(0, true), Cause::Moved)]);
     assert_eq!(opened, vec![(shard_of(0), open_cmd(0, 2), Cause::Moved)]);
 }
 
@@ -137,7 +139,10 @@ fn the_orphan_sweep_closes_what_no_view_gives_this_broker() {
             ),
             (
                 ShardIndex(1),
-                ShardCommand::ClosePartition { partition: stray },
+                ShardCommand::ClosePartition {
+                    partition: stray,
+                    checkpoint: false
+                },
                 Cause::Orphan
             ),
         ]

@@ -1,6 +1,7 @@
 //! Property: whatever a broker had open, and in whatever order its shards carry out each
 //! phase's commands, running the takeover plan leaves open exactly what the new assignment
-//! gives the broker, and no partition or group is ever open on two shards at once.
+//! gives the broker, no partition or group is ever open on two shards at once, and a close
+//! checkpoints exactly the partitions the broker keeps.
 
 mod support;
 
@@ -69,6 +70,24 @@ fn run(seed: u64) -> Result<(), String> {
     let adopted_before: Vec<GroupId> = model.groups.keys().cloned().collect();
 
     let plan = plan_takeover(old.as_ref(), &new, &model.to_open_state());
+    // A close checkpoints exactly when the new view keeps the partition on this broker (the
+    // open phase reopens it here); what another broker takes over is handed over as the
+    // files stand.
+    let kept_here = new.partitions_led_by(me);
+    for planned in plan.phases()[0].commands() {
+        if let kaas_cluster::command::ShardCommand::ClosePartition {
+            partition,
+            checkpoint,
+        } = &planned.command.command
+        {
+            let kept = kept_here.contains(partition);
+            if *checkpoint != kept {
+                return Err(format!(
+                    "close of {partition}: checkpoint {checkpoint}, kept here {kept}"
+                ));
+            }
+        }
+    }
     for phase in plan.phases() {
         // Documented order: by shard, then partitions before groups.
         let order: Vec<(ShardIndex, bool)> = phase

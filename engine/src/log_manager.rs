@@ -234,6 +234,16 @@ impl LogManager {
 
     /// Flushes, checkpoints and closes a partition (so another shard or broker can take it).
     pub async fn close(&self, id: &PartitionId) -> Result<()> {
+        self.close_with(id, false).await
+    }
+
+    /// Flushes and closes a partition another broker is taking over now, without a
+    /// checkpoint ([`PartitionLog::close_for_takeover`]).
+    pub async fn close_for_takeover(&self, id: &PartitionId) -> Result<()> {
+        self.close_with(id, true).await
+    }
+
+    async fn close_with(&self, id: &PartitionId, for_takeover: bool) -> Result<()> {
         self.wait_for_open(id).await;
         // Opens of this partition wait until the close is done (no await before this insert,
         // so nothing can start in between).
@@ -249,7 +259,11 @@ impl LogManager {
             .borrow_mut()
             .insert(id.clone(), Slot::Opening(Vec::new()));
         self.checkpointed_at.borrow_mut().remove(id);
-        let closed = log.close().await;
+        let closed = if for_takeover {
+            log.close_for_takeover().await
+        } else {
+            log.close().await
+        };
         self.finish_busy(id);
         closed
     }

@@ -184,7 +184,7 @@ impl ShardModel {
                 }
                 places.push((shard, *leader_epoch));
             }
-            ShardCommand::ClosePartition { partition } => {
+            ShardCommand::ClosePartition { partition, .. } => {
                 let places = self.partitions.entry(partition.clone()).or_default();
                 let before = places.len();
                 places.retain(|(s, _)| *s != shard);

@@ -7,8 +7,9 @@
 //! ([`crate::broker::fence_epoch`]) and recovers it from the shared files
 //! (`LogManager::open_in_dir`, in the directory named after the topic's id,
 //! `kaas_engine::topic_incarnation`); batches are stamped with the leader epoch itself. Closing
-//! flushes and checkpoints it, and appends still in flight on the closed log are answered
-//! NOT_LEADER_OR_FOLLOWER by the engine's closed-partition error.
+//! flushes it, checkpoints it when this broker reopens it next (not when another broker takes
+//! it over: `PartitionLog::close_for_takeover`), and appends still in flight on the closed log
+//! are answered NOT_LEADER_OR_FOLLOWER by the engine's closed-partition error.
 //!
 //! **Fenced partitions.** A leader checks for a newer claim after every fdatasync; once one
 //! exists (another broker took the partition over at a higher epoch while this one was paused
@@ -89,10 +90,17 @@ impl Shard {
                     .set_partitions_open(self.logs.open_partitions().len());
                 Ok(())
             }
-            ShardCommand::ClosePartition { partition } => {
+            ShardCommand::ClosePartition {
+                partition,
+                checkpoint,
+            } => {
                 let id = PartitionId::new(partition.topic.as_arc().clone(), partition.partition);
                 self.open_epochs.borrow_mut().remove(&id);
-                let closed = self.logs.close(&id).await;
+                let closed = if checkpoint {
+                    self.logs.close(&id).await
+                } else {
+                    self.logs.close_for_takeover(&id).await
+                };
                 self.metrics
                     .set_partitions_open(self.logs.open_partitions().len());
                 match closed {
@@ -195,6 +203,7 @@ pub fn forget_fenced(open: &mut OpenState, closes: Vec<FencedClose>) {
                 shard: closed.shard,
                 command: ShardCommand::ClosePartition {
                     partition: closed.partition,
+                    checkpoint: false,
                 },
             };
             if let Err(error) = open.apply(&close) {

@@ -162,6 +162,8 @@ async fn close_replaced_topics(
                     .or_default()
                     .push(ShardCommand::ClosePartition {
                         partition: partition.clone(),
+                        // The old topic's files are read by nobody again.
+                        checkpoint: false,
                     });
             }
         }
