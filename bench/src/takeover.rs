@@ -52,7 +52,7 @@ pub struct TakeoverArgs {
     #[arg(long, default_value = "/tmp")]
     pub data_parent: PathBuf,
     /// What happens to broker 0 when the partitions move: `running` (a planned move: it
-    /// closes them, checkpointing, while broker 1 takes them over) or `killed` (a failover:
+    /// closes them, flushing, while broker 1 takes them over) or `killed` (a failover:
     /// SIGKILL just before the assignment changes, so broker 1 recovers what a dead leader
     /// left and nothing else uses the machine).
     #[arg(long, value_enum, default_value_t = OldLeader::Running)]

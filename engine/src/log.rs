@@ -179,7 +179,7 @@ impl LogState {
 
 /// Whether a close checkpoints the log first ([`PartitionLog::close_for_takeover`]).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Checkpoint {
+pub(crate) enum Checkpoint {
     Write,
     Skip,
 }
@@ -1276,7 +1276,7 @@ impl PartitionLog {
         self.close_after(Checkpoint::Skip).await
     }
 
-    async fn close_after(&self, checkpoint: Checkpoint) -> Result<()> {
+    pub(crate) async fn close_after(&self, checkpoint: Checkpoint) -> Result<()> {
         let poisoned_before = self.is_poisoned();
         let result = if poisoned_before {
             Ok(())

@@ -18,7 +18,7 @@ use futures_channel::oneshot;
 
 use crate::config::LogConfig;
 use crate::error::{EngineError, Result};
-use crate::log::PartitionLog;
+use crate::log::{Checkpoint, PartitionLog};
 use crate::storage::Storage;
 
 /// A topic partition, as the engine names it on disk: `topics/<topic>/<partition>`.
@@ -234,16 +234,16 @@ impl LogManager {
 
     /// Flushes, checkpoints and closes a partition (so another shard or broker can take it).
     pub async fn close(&self, id: &PartitionId) -> Result<()> {
-        self.close_with(id, false).await
+        self.close_with(id, Checkpoint::Write).await
     }
 
     /// Flushes and closes a partition another broker is taking over now, without a
     /// checkpoint ([`PartitionLog::close_for_takeover`]).
     pub async fn close_for_takeover(&self, id: &PartitionId) -> Result<()> {
-        self.close_with(id, true).await
+        self.close_with(id, Checkpoint::Skip).await
     }
 
-    async fn close_with(&self, id: &PartitionId, for_takeover: bool) -> Result<()> {
+    async fn close_with(&self, id: &PartitionId, checkpoint: Checkpoint) -> Result<()> {
         self.wait_for_open(id).await;
         // Opens of this partition wait until the close is done (no await before this insert,
         // so nothing can start in between).
@@ -259,11 +259,7 @@ impl LogManager {
             .borrow_mut()
             .insert(id.clone(), Slot::Opening(Vec::new()));
         self.checkpointed_at.borrow_mut().remove(id);
-        let closed = if for_takeover {
-            log.close_for_takeover().await
-        } else {
-            log.close().await
-        };
+        let closed = log.close_after(checkpoint).await;
         self.finish_busy(id);
         closed
     }

@@ -183,42 +183,26 @@ impl Storage {
     /// checkpoints of a fenced log on the cluster's dedicated volume (see
     /// [`crate::volume_sync`] for what a barrier waits for).
     pub async fn replace_small_files(&self, steps: Vec<Vec<(PathBuf, Vec<u8>)>>) -> Result<()> {
-        let Storage::Disk(_) = self else {
-            for (relative, bytes) in steps.into_iter().flatten() {
-                self.write_small_durable(&relative, bytes).await?;
-            }
-            return Ok(());
-        };
-        let context = || "replacing checkpoint files".to_string();
-        let steps: Vec<Vec<(PathBuf, Vec<u8>)>> = steps
-            .into_iter()
-            .map(|step| {
-                step.into_iter()
-                    .map(|(relative, bytes)| (self.absolute(&relative), bytes))
-                    .collect()
-            })
-            .collect();
+        let what = || "replacing checkpoint files".to_string();
         let ticket = self.sync_ticket()?;
-        let steps = blocking(move || -> std::io::Result<_> {
-            for (path, bytes) in steps.iter().flatten() {
-                write_new(&tmp_path(path), bytes)?;
-            }
-            Ok(steps)
-        })
-        .await
-        .map_err(|e| EngineError::io(context(), e))?;
+        let steps = self
+            .batch(what, move |files| {
+                for (path, bytes) in steps.iter().flatten() {
+                    files.write_new(&tmp_path(path), bytes)?;
+                }
+                Ok(steps)
+            })
+            .await?;
         self.sync_volume(ticket).await?;
         for step in steps {
             let ticket = self.sync_ticket()?;
             let paths: Vec<PathBuf> = step.into_iter().map(|(path, _)| path).collect();
-            blocking(move || -> std::io::Result<()> {
-                for path in &paths {
-                    std::fs::rename(tmp_path(path), path)?;
-                }
-                Ok(())
+            self.batch(what, move |files| {
+                paths
+                    .iter()
+                    .try_for_each(|path| files.rename(&tmp_path(path), path))
             })
-            .await
-            .map_err(|e| EngineError::io(context(), e))?;
+            .await?;
             self.sync_volume(ticket).await?;
         }
         Ok(())
@@ -339,20 +323,10 @@ impl Storage {
     /// new files that the caller makes durable at once ([`Storage::sync_at_once`], with
     /// their directory), and which count only once a later durable write says so.
     pub async fn write_new_file(&self, relative: &Path, bytes: Vec<u8>) -> Result<()> {
-        match self {
-            Storage::Disk(_) => {
-                let path = self.absolute(relative);
-                let context = format!("writing {}", relative.display());
-                blocking(move || write_new(&path, &bytes))
-                    .await
-                    .map_err(|e| EngineError::io(context, e))
-            }
-            Storage::Memory(store) => {
-                // A new file, not the contents of one that a hard link shares.
-                lock(&store.files).insert(relative.to_path_buf(), Arc::new(Mutex::new(bytes)));
-                Ok(())
-            }
-        }
+        let path = relative.to_path_buf();
+        let what = || format!("writing {}", relative.display());
+        self.batch(what, move |files| files.write_new(&path, &bytes))
+            .await
     }
 
     /// Copies the small file `from` under the new name `to` ([`Storage::write_new_file`]:

@@ -36,6 +36,11 @@ pub trait Files {
     fn file_len(&self, path: &Path) -> io::Result<Option<u64>>;
     /// A whole small file; `None` when it does not exist.
     fn read_small(&self, path: &Path) -> io::Result<Option<Vec<u8>>>;
+    /// Writes `bytes` as a new file `path` (never writing through an existing one: a name
+    /// already there is removed first).
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Renames `from` over `to` (replacing it atomically).
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
 }
 
 impl Storage {
@@ -148,6 +153,14 @@ impl Files for DiskFiles<'_> {
     fn read_small(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
         none_if_missing(std::fs::read(self.0.join(path))).map_err(at(path))
     }
+
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        write_new(&self.0.join(path), bytes).map_err(at(path))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(self.0.join(from), self.0.join(to)).map_err(at(from))
+    }
 }
 
 struct MemoryFiles<'a>(&'a MemoryStore);
@@ -215,9 +228,7 @@ impl Files for MemoryFiles<'_> {
             return Ok(false);
         };
         let bytes = lock(&file).clone();
-        // A new file, not the contents of one that a hard link shares.
-        let copy = std::sync::Arc::new(std::sync::Mutex::new(bytes));
-        lock(&self.0.files).insert(to.to_path_buf(), copy);
+        self.write_new(to, &bytes)?;
         Ok(true)
     }
 
@@ -227,5 +238,21 @@ impl Files for MemoryFiles<'_> {
 
     fn read_small(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
         Ok(self.0.get(path).map(|f| lock(&f).clone()))
+    }
+
+    fn write_new(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        // A new file, not the contents of one that a hard link shares.
+        let file = std::sync::Arc::new(std::sync::Mutex::new(bytes.to_vec()));
+        lock(&self.0.files).insert(path.to_path_buf(), file);
+        Ok(())
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut files = lock(&self.0.files);
+        let file = files
+            .remove(from)
+            .ok_or_else(|| at(from)(io::Error::from(io::ErrorKind::NotFound)))?;
+        files.insert(to.to_path_buf(), file);
+        Ok(())
     }
 }
