@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
@@ -17,8 +15,10 @@ use kaas_cluster_kube::endpoint_slices::ServiceEndpoints;
 use kaas_cluster_kube::lease::{Candidate, ControllerLease};
 use kaas_cluster_kube::topic_store::TopicStore;
 use kaas_cluster_kube::{KubeAdapterError, KubeContext};
+use kaas_test_support::apiserver::{
+    admin_client, api_server, apply_crds, fresh_namespace, token_client,
+};
 use kube::api::{Api, PostParams};
-use support::apiserver::{admin_client, api_server, apply_crds, fresh_namespace, token_client};
 
 fn candidate() -> Candidate {
     Candidate {

@@ -19,8 +19,8 @@ use kaas_cluster_kube::assignment_mirror::{KafkaClusterAssignments, MIRROR_NAME}
 use kaas_cluster_kube::lease::ControllerLease;
 use kaas_cluster_kube::topic_store::TopicStore;
 use kaas_cluster_kube::{KubeContext, KubeEnvironment};
+use kaas_test_support::apiserver::{admin_client, admin_config, apply_crds, fresh_namespace};
 use kube::api::{Api, PostParams};
-use support::apiserver::{admin_client, admin_config, apply_crds, fresh_namespace};
 use support::controller_core::{file_until, recorded_epoch, start_core};
 
 const LEASE: Duration = Duration::from_secs(20);

@@ -5,8 +5,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -21,8 +19,8 @@ use kaas_cluster_kube::endpoint_slices::ServiceEndpoints;
 use kaas_cluster_kube::kafka_topic::KafkaTopic;
 use kaas_cluster_kube::topic_store::{CreateOutcome, TopicPatch, TopicSet, TopicStore};
 use kaas_cluster_kube::KubeContext;
+use kaas_test_support::apiserver::{admin_client, apply_crds, fresh_namespace, kubectl};
 use kube::api::{Api, PostParams};
-use support::apiserver::{admin_client, apply_crds, fresh_namespace, kubectl};
 
 async fn context(prefix: &str) -> KubeContext {
     let client = admin_client().await;
@@ -378,7 +376,7 @@ async fn the_assignment_mirror_shows_the_newest_assignment() {
 async fn the_crds_pass_a_server_side_dry_run_of_their_kustomization() {
     let client = admin_client().await;
     apply_crds(&client).await;
-    let crds = support::apiserver::workspace_root().join("deploy/crds");
+    let crds = kaas_test_support::apiserver::workspace_root().join("deploy/crds");
     let output = kubectl(&["apply", "--dry-run=server", "-k", crds.to_str().unwrap()]);
     for crd in ["kafkatopics.kaas.io", "kafkaclusterassignments.kaas.io"] {
         assert!(
@@ -396,7 +394,7 @@ async fn every_manifest_of_deploy_passes_a_server_side_dry_run() {
     let client = admin_client().await;
     apply_crds(&client).await;
     let namespace = fresh_namespace(&client, "deploy").await;
-    let deploy = support::apiserver::workspace_root().join("deploy");
+    let deploy = kaas_test_support::apiserver::workspace_root().join("deploy");
     let output = kubectl(&[
         "apply",
         "--dry-run=server",

@@ -6,15 +6,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::Duration;
 
 use kaas_cluster::ids::ControllerEpoch;
 use kaas_cluster_file::{read_recorded_epoch, record_epoch};
 use kaas_cluster_kube::lease::{Candidate, ControllerLease, LeaseOutcome, LeaseRecord};
 use kaas_cluster_kube::KubeContext;
-use support::apiserver::{admin_client, fresh_namespace};
+use kaas_test_support::apiserver::{admin_client, fresh_namespace};
 
 fn candidate(identity: &str, seconds: u64) -> Candidate {
     Candidate {

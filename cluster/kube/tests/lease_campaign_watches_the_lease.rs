@@ -6,8 +6,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use kaas_cluster::ids::{BrokerId, ControllerEpoch};
@@ -16,7 +14,7 @@ use kaas_cluster_heartbeat::ControllerEndpoint;
 use kaas_cluster_kube::lease::{Candidate, ControllerLease, LeaseOutcome, LeaseRecord};
 use kaas_cluster_kube::lease_campaign::{CampaignOptions, LeaseCampaign};
 use kaas_cluster_kube::{KubeContext, SharedContext};
-use support::apiserver::{admin_client, fresh_namespace};
+use kaas_test_support::apiserver::{admin_client, fresh_namespace};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Far longer than the test: a campaign that only read at its renew period would see

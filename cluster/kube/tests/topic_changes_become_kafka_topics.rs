@@ -7,8 +7,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::collections::BTreeMap;
 
 use futures_util::stream;
@@ -17,7 +15,7 @@ use kaas_cluster::topic_change::{codes, TopicChange, TopicChangeAnswer, TopicCha
 use kaas_cluster_kube::topic_requests::serve;
 use kaas_cluster_kube::topic_store::TopicStore;
 use kaas_cluster_kube::KubeContext;
-use support::apiserver::{admin_client, apply_crds, fresh_namespace, kubectl};
+use kaas_test_support::apiserver::{admin_client, apply_crds, fresh_namespace, kubectl};
 use tokio::sync::{mpsc, oneshot};
 
 async fn context(prefix: &str) -> KubeContext {

@@ -2,9 +2,6 @@
 //! (`kube_sources` from a [`KubeEnvironment`], the Lease campaign, the EndpointSlice and
 //! KafkaTopic watches, the mirror), on a shared cluster directory, and what a test reads
 //! back from that directory.
-//!
-//! Any crate's integration tests can use it with
-//! `#[path = "<relative path>/cluster/kube/tests/support/controller_core.rs"] mod controller_core;`.
 
 #![allow(dead_code)]
 

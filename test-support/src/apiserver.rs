@@ -7,11 +7,9 @@
 //! end of file, which the kernel delivers when this process dies (even by kill -9). It then
 //! removes its directory (certificates, etcd data, the kubeconfig).
 //!
-//! Any crate's integration tests can use it with
-//! `#[path = "<relative path>/cluster/kube/tests/support/apiserver.rs"] mod apiserver;`.
-//! A missing Go toolchain or a failed build fails the test; nothing is skipped.
-
-#![allow(dead_code)]
+//! Any crate's integration tests use it through `kaas_test_support::apiserver` (a
+//! dev-dependency). A missing Go toolchain or a failed build fails the test; nothing is
+//! skipped.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -40,7 +38,9 @@ pub struct ApiServer {
 static SERVER: OnceLock<ApiServer> = OnceLock::new();
 static NAMESPACES: AtomicU32 = AtomicU32::new(0);
 
-/// The workspace root (this file is `cluster/kube/tests/support/apiserver.rs`).
+/// The workspace root: the nearest directory above this crate (`test-support/`) that holds
+/// `scripts/kube-apiserver.sh`. It does not depend on which crate's tests call it, so the
+/// build script and `deploy/crds` are found from every test directory.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()

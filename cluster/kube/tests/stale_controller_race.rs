@@ -10,10 +10,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "../kube/tests/support/apiserver.rs"]
-mod apiserver;
-#[path = "../kube/tests/support/controller_core.rs"]
-mod controller_core;
+mod support;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -28,8 +25,8 @@ use kaas_cluster_kube::lease::ControllerLease;
 use kaas_cluster_kube::topic_store::TopicStore;
 use kaas_cluster_kube::{KubeContext, KubeEnvironment};
 
-use apiserver::{admin_client, api_server, apply_crds, fresh_namespace};
-use controller_core::{file_until, read_file, start_core};
+use kaas_test_support::apiserver::{admin_client, api_server, apply_crds, fresh_namespace};
+use support::controller_core::{file_until, read_file, start_core};
 
 const TEST_NAME: &str = "a_deposed_controller_that_wakes_up_cannot_roll_the_cluster_back";
 /// Set in a child: the broker id it runs the controller of.
