@@ -55,9 +55,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use bytes::Bytes;
-use futures_channel::oneshot;
 
 use crate::error::{EngineError, Result};
+use crate::group_commit::{FlushSlot, GroupCommit};
 use crate::storage::{IndexFile, Storage};
 use record::Change;
 use view::View;
@@ -135,9 +135,10 @@ struct Shared {
     /// Its file.
     path: PathBuf,
     state: RefCell<State>,
-    /// True while a flush, a compaction or the deletion runs: at most one at a time.
-    flush_running: Cell<bool>,
-    flush_waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    /// The flush slot, held by a flush, a compaction or the deletion: at most one at a
+    /// time. Dropped before it finishes (its holder was cancelled in the middle of a
+    /// write), it poisons the store, since what reached the file is unknown.
+    commit: GroupCommit,
     /// Flushes run (each one write and one fdatasync).
     flushes: Cell<u64>,
     /// Compactions run.
@@ -282,8 +283,7 @@ impl GroupStore {
                     fenced: None,
                     deleted: false,
                 }),
-                flush_running: Cell::new(false),
-                flush_waiters: RefCell::new(Vec::new()),
+                commit: GroupCommit::default(),
                 flushes: Cell::new(0),
                 compactions: Cell::new(0),
             }),
@@ -422,7 +422,7 @@ impl GroupStore {
             let state = self.shared.state.borrow();
             state.check_usable()?;
             // With nothing queued or being written, the view is all there is.
-            let quiet = state.pending_changes.is_empty() && !self.shared.flush_running.get();
+            let quiet = state.pending_changes.is_empty() && !self.shared.commit.is_running();
             if quiet && !state.view.has_topic(topic) {
                 return Ok(());
             }
@@ -462,43 +462,25 @@ impl GroupStore {
 
     /// Waits until the first `ticket` applies are durable, running flushes as needed.
     async fn wait_durable(&self, ticket: u64) -> Result<()> {
-        let mut yielded = false;
-        loop {
-            {
-                let state = self.shared.state.borrow();
-                if state.durable >= ticket {
-                    return Ok(());
-                }
-                state.check_usable()?;
+        let reached = || {
+            let state = self.shared.state.borrow();
+            if state.durable >= ticket {
+                return Ok(true);
             }
-            if self.shared.flush_running.get() {
-                self.wait_for_flush().await;
-                continue;
-            }
-            if !yielded {
-                // Let callers woken by the previous flush queue their records first, so
-                // this flush covers them too.
-                yielded = true;
-                futures_lite::future::yield_now().await;
-                continue;
-            }
-            self.flush_once().await;
-        }
+            state.check_usable()?;
+            Ok(false)
+        };
+        self.shared
+            .commit
+            .wait_until(reached, || self.flush_once())
+            .await
     }
 
-    async fn wait_for_flush(&self) {
-        let (sender, receiver) = oneshot::channel();
-        self.shared.flush_waiters.borrow_mut().push(sender);
-        let _ = receiver.await;
-    }
-
-    /// Takes the flush slot; it is given back when the returned guard goes.
+    /// Takes the flush slot; it is given back when the returned slot goes.
     fn take_flush_slot(&self) -> FlushSlot<'_> {
-        self.shared.flush_running.set(true);
-        FlushSlot {
-            store: self,
-            finished: false,
-        }
+        self.shared
+            .commit
+            .take(|| self.poison("a flush was cancelled before it finished".to_owned()))
     }
 
     fn poison(&self, reason: String) {
@@ -511,7 +493,7 @@ impl GroupStore {
 
     /// Writes and syncs every queued record, then applies their changes to the view.
     async fn flush_once(&self) {
-        let mut slot = self.take_flush_slot();
+        let slot = self.take_flush_slot();
         let (file, bytes, changes, position, upto) = {
             let mut state = self.shared.state.borrow_mut();
             (
@@ -523,7 +505,7 @@ impl GroupStore {
             )
         };
         let Some(file) = file else {
-            slot.finished = true;
+            slot.finish();
             return;
         };
         let len = bytes.len() as u64;
@@ -570,7 +552,7 @@ impl GroupStore {
                 None => self.poison(error.to_string()),
             },
         }
-        slot.finished = true;
+        slot.finish();
     }
 
     /// Replaces the file with one holding only the live state. Runs in the flush slot.
@@ -606,10 +588,10 @@ impl GroupStore {
     /// afterwards: every call fails with [`EngineError::Closed`], including applies that
     /// were waiting for a flush.
     pub async fn delete(&self) -> Result<()> {
-        while self.shared.flush_running.get() {
-            self.wait_for_flush().await;
+        while self.shared.commit.is_running() {
+            self.shared.commit.wait_for_running().await;
         }
-        let mut slot = self.take_flush_slot();
+        let slot = self.take_flush_slot();
         {
             let mut state = self.shared.state.borrow_mut();
             state.deleted = true;
@@ -630,7 +612,7 @@ impl GroupStore {
             takeover::remove_files_up_to(storage, &self.shared.dir, self.shared.epoch).await
         }
         .await;
-        slot.finished = true;
+        slot.finish();
         removed
     }
 }
@@ -649,25 +631,4 @@ fn replay_checked(bytes: &[u8], path: &Path, group_id: &str) -> Result<view::Rep
         ));
     }
     Ok(replayed)
-}
-
-/// The flush slot held by a flush, a compaction or the deletion. Dropping it gives the slot
-/// back and wakes the waiters; dropped before `finished` (the holder's future was cancelled
-/// in the middle of a write), it poisons the store, since what reached the file is unknown.
-struct FlushSlot<'a> {
-    store: &'a GroupStore,
-    finished: bool,
-}
-
-impl Drop for FlushSlot<'_> {
-    fn drop(&mut self) {
-        if !self.finished {
-            self.store
-                .poison("a flush was cancelled before it finished".to_owned());
-        }
-        self.store.shared.flush_running.set(false);
-        for waiter in self.store.shared.flush_waiters.take() {
-            let _ = waiter.send(());
-        }
-    }
 }

@@ -13,6 +13,7 @@ pub mod dma_probe;
 pub mod error;
 pub mod fence;
 mod file_pool;
+mod group_commit;
 pub mod group_store;
 pub mod leader_epoch;
 pub mod log;

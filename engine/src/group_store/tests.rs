@@ -280,7 +280,7 @@ fn spawn_commit(store: &GroupStore, offset: i64) -> (glommio::Task<Result<()>>, 
 /// Yields until a flush is writing (true) or `task` is done (false).
 async fn until_flushing(store: &GroupStore, done: &Cell<bool>) -> bool {
     loop {
-        if store.shared.flush_running.get() {
+        if store.shared.commit.is_running() {
             return true;
         }
         if done.get() {
@@ -578,7 +578,7 @@ fn a_flush_cancelled_midway_poisons_the_store() {
         assert!(cancelled, "never caught a flush in progress");
         assert!(store.is_poisoned());
         assert!(
-            !store.shared.flush_running.get(),
+            !store.shared.commit.is_running(),
             "the flush slot was given back"
         );
         assert!(matches!(

@@ -11,35 +11,21 @@ impl PartitionLog {
     /// Waits until every offset below `end_offset` is durable. One fdatasync covers every
     /// append issued before it began. An I/O failure poisons the log; it is never retried.
     pub async fn flush_to(&self, end_offset: u64) -> Result<()> {
-        let mut yielded = false;
-        loop {
-            {
-                let state = self.shared.state.borrow();
-                state.check_writable()?;
-                if state.durable.offset >= end_offset {
-                    return Ok(());
-                }
-                if state.closed {
-                    return Err(EngineError::Closed);
-                }
+        let reached = || {
+            let state = self.shared.state.borrow();
+            state.check_writable()?;
+            if state.durable.offset >= end_offset {
+                return Ok(true);
             }
-            if self.shared.flush_running.get() {
-                let (sender, receiver) = oneshot::channel();
-                self.shared.flush_waiters.borrow_mut().push(sender);
-                let _ = receiver.await;
-                continue;
+            if state.closed {
+                return Err(EngineError::Closed);
             }
-            if !yielded {
-                // Before starting a flush, let the tasks the previous flush just woke run:
-                // they append their next batches and then join this flush. Otherwise the
-                // caller's flush covers only its own batch while the others queue behind
-                // it, and flushes alternate between one batch and all the rest.
-                yielded = true;
-                futures_lite::future::yield_now().await;
-                continue;
-            }
-            self.flush_once().await;
-        }
+            Ok(false)
+        };
+        self.shared
+            .flushes
+            .wait_until(reached, || self.flush_once())
+            .await
     }
 
     /// Flushes everything appended so far.
@@ -49,7 +35,17 @@ impl PartitionLog {
     }
 
     async fn flush_once(&self) {
-        self.shared.flush_running.set(true);
+        // Cancelled in the middle, the flush leaves the write-behind buffer's chunks in an
+        // unknown state on the file: nothing after them may become durable.
+        let slot = self.shared.flushes.take(|| {
+            self.poison(&EngineError::io(
+                "flushing the active segment",
+                std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "a flush was cancelled before it finished",
+                ),
+            ))
+        });
         let (plan, offset, segment_base) = {
             let mut state = self.shared.state.borrow_mut();
             let segment_base = state.active().map(|s| s.base_offset).unwrap_or_default();
@@ -95,10 +91,7 @@ impl PartitionLog {
                 },
             }
         }
-        self.shared.flush_running.set(false);
-        for waiter in self.shared.flush_waiters.take() {
-            let _ = waiter.send(());
-        }
+        slot.finish();
         for waiter in self.shared.data_waiters.take() {
             let _ = waiter.send(());
         }

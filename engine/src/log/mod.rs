@@ -43,6 +43,7 @@ use glommio::sync::Semaphore;
 
 use crate::config::LogConfig;
 use crate::error::{EngineError, Result};
+use crate::group_commit::GroupCommit;
 use crate::leader_epoch::LeaderEpochCache;
 use crate::producer_state::{ProducerEntry, ProducerStateTable};
 use crate::read_ahead::ReadAhead;
@@ -200,8 +201,8 @@ struct Shared {
     seal_lock: Rc<Semaphore>,
     /// The running (or last) seal. Dropping the log cancels it, as a crash would stop it.
     seal_task: RefCell<Option<glommio::Task<()>>>,
-    flush_running: Cell<bool>,
-    flush_waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    /// One flush at a time; appenders waiting for durability share it.
+    flushes: GroupCommit,
     /// Readers waiting for the high watermark to move.
     data_waiters: RefCell<Vec<oneshot::Sender<()>>>,
     /// One checkpoint at a time. A caller that finds one running waits and then takes its
@@ -293,8 +294,7 @@ impl PartitionLog {
                 append_lock: Semaphore::new(1),
                 seal_lock: Rc::new(Semaphore::new(1)),
                 seal_task: RefCell::new(None),
-                flush_running: Cell::new(false),
-                flush_waiters: RefCell::new(Vec::new()),
+                flushes: GroupCommit::default(),
                 data_waiters: RefCell::new(Vec::new()),
                 checkpoint_lock: Semaphore::new(1),
                 last_append_ms: Cell::new(0),
