@@ -3,8 +3,9 @@
 //! shard reads, placement of partitions and groups, shard commands as plain data and the
 //! takeover diff that turns an assignment change into those commands; and the controller's
 //! side: the [`balancer`] that computes the next assignment and the [`controller`] state
-//! machine that decides when to lead, compute and write; and the [`topic_change`] requests a
-//! broker sends to whoever keeps the cluster's topic list.
+//! machine that decides when to lead, compute and write; the [`lease`] campaign that decides
+//! when a broker holds the controller Lease; and the [`topic_change`] requests a broker sends
+//! to whoever keeps the cluster's topic list.
 //!
 //! Everything here is deterministic and `Send`: adapters (file watching, Kubernetes, gRPC)
 //! feed it inputs and carry its outputs out, which is what lets the tests drive it by
@@ -16,6 +17,7 @@ pub mod command;
 pub mod controller;
 pub mod follower;
 pub mod ids;
+pub mod lease;
 pub mod open_state;
 pub mod placement;
 pub mod takeover;
@@ -40,6 +42,7 @@ mod tests {
         send_sync::<crate::controller::Controller>();
         send_sync::<crate::controller::Action>();
         send_sync::<crate::controller::Input>();
+        send_sync::<crate::lease::Campaign<()>>();
         send_sync::<crate::topic_change::TopicChange>();
         fn send<T: Send>() {}
         send::<crate::topic_change::TopicChangeRequest>();

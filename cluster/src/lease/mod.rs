@@ -1,0 +1,60 @@
+//! The campaign for the `kaas-controller` Lease as a state machine with no I/O: the Lease
+//! adapter feeds it what it observed (a version of the Lease from a watch or a read, the
+//! outcome of a request it asked for) and the time as a [`MonotonicTime`], and carries out the
+//! [`Action`]s it returns, in order: requests to the API server and events to publish
+//! (raft-rs' `step` style, like [`crate::controller`]). One campaign runs on every broker.
+//!
+//! # When the Lease counts as free
+//!
+//! It has no holder (never held, or released); or this broker's own identity holds it (an
+//! earlier run of this pod that died without releasing: a StatefulSet never runs one pod
+//! name twice); or its `resourceVersion` has not changed for the lease duration (the larger
+//! of this broker's and the Lease's own `leaseDurationSeconds`) as measured on this broker's
+//! monotonic clock from when this broker first saw that version ([`Sighting::free_at`]).
+//! Expiry is judged by observation, as client-go's leader election does, not by the holder's
+//! `renewTime`, so a skewed wall clock on either side changes nothing (which is why
+//! [`ObservedLease`] carries no renew time); the price is that a broker that starts while a
+//! dead holder's Lease is there waits one full lease duration.
+//!
+//! A version is seen when a watch delivers it ([`Input::Watched`]), or when a read sent at
+//! some time returns it (seen at the time the read was sent), or when a write of this broker
+//! made it (seen when the write was sent); a version seen twice keeps the earlier sighting.
+//! A follower wakes when the version it saw becomes free ([`Campaign::next_wake`]), once per
+//! version, and reads the Lease to take it over; besides, it reads the Lease every renew
+//! period (for a watch that is down or lagging).
+//!
+//! # Terms and deadlines
+//!
+//! Every acquisition raises `leaseTransitions` (the epoch), a re-acquisition by the same
+//! broker too; a renewal keeps it. The renew deadline published with [`Event::Acquired`] and
+//! [`Event::Renewed`] is `sent + lease duration − renew period`, where `sent` is when the
+//! successful request was sent. Why that is safe: another broker takes the Lease over only
+//! with a compare-and-swap on the last version it saw, after that version went unchanged for
+//! a lease duration since it saw it, which is after this broker sent the write that made it;
+//! so no other broker leads before `sent + lease duration`, and the renew period is the
+//! margin for the final rename, for clocks that tick at slightly different rates, and for the
+//! time a read takes to reach the API server. [`Event::Acquired`] names the holder taken over
+//! from when the Lease was taken because it expired (`expired_holder`).
+//!
+//! A failed request (an error, or no answer within [`CampaignConfig::request_timeout`]) is
+//! tried again at the next renew period; a holder keeps its term until its deadline (the
+//! controller stops writing then by itself) and writes again if a later renewal goes
+//! through. A write that loses its compare-and-swap is [`Event::Lost`] for a holder.
+//!
+//! [`Input::TakeOverAbove`] re-acquires the held Lease with `leaseTransitions` above a given
+//! epoch; [`Input::Release`] releases it at once (holder cleared, transitions re-sent) and
+//! keeps this broker from campaigning for one lease duration, so another broker takes over
+//! without waiting for expiry.
+//!
+//! One request is in flight at a time: [`Campaign::tick`] starts nothing while one is, and a
+//! command that arrives meanwhile waits for its answer. A later rule that lets a broker take
+//! the Lease over before it expires (its holder known dead) fits as one more input that makes
+//! the current [`Sighting`] free at once.
+
+mod campaign;
+mod observed;
+#[cfg(test)]
+mod tests;
+
+pub use campaign::{Action, Answer, Campaign, CampaignConfig, Event, Input, Request};
+pub use observed::{MonotonicTime, ObservedLease, Sighting};
