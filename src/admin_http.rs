@@ -10,8 +10,8 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kaas_net::broker::cluster_view::ClusterView;
-use kaas_net::broker::metrics::{self, ShardMetrics};
+use kaas_net::model::cluster_view::ClusterView;
+use kaas_net::shard::metrics::{self, ShardMetrics};
 
 /// What the endpoint reports from.
 pub struct AdminState {

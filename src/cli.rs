@@ -4,9 +4,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Parser;
-use kaas_net::broker::config::{BrokerConfig, ClusterSettings};
-use kaas_net::broker::producer_expiration::ProducerExpiration;
-use kaas_net::broker::topic_config::TopicDefaults;
+use kaas_net::model::topic_config::TopicDefaults;
+use kaas_net::shard::config::{BrokerConfig, ClusterSettings};
+use kaas_net::shard::producer_expiration::ProducerExpiration;
 
 /// A Kafka-compatible streaming broker. With no flags: a persistent single broker, data in
 /// `./data`, Kafka on port 9092, admin HTTP (`/healthz`, `/metrics`) on port 9644.

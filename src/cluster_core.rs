@@ -12,8 +12,8 @@ use kaas_cluster_core::{BoxFuture, BrokerHooks, ClusterCore, CoreOptions, Source
 use kaas_cluster_kube::lease_campaign::CampaignOptions;
 use kaas_cluster_kube::startup_probe::probe_blocking;
 use kaas_cluster_kube::{kube_sources, KubeEnvironment, SharedContext};
-use kaas_net::broker::config::BrokerConfig;
-use kaas_net::broker::server::{cluster_dir, Broker};
+use kaas_net::runtime::server::{cluster_dir, Broker};
+use kaas_net::shard::config::BrokerConfig;
 
 use crate::cli::{AssignmentSource, Cli};
 

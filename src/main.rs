@@ -9,7 +9,7 @@ mod startup_checks;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use kaas_net::broker::server::Broker;
+use kaas_net::runtime::server::Broker;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 

@@ -5,7 +5,7 @@
 //! This runs the real binary end to end but cannot force the interleaving that reopened a
 //! partition (a request that resolved its topic before the deletion reaching the owner shard
 //! after it), so it also passes without the fix. That interleaving is pinned deterministically
-//! by `kaas-net`'s `broker::shard` tests, which fail without it.
+//! by `kaas-net`'s `shard` tests, which fail without it.
 
 mod support;
 

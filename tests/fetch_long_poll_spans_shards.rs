@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kaas_engine::batch::{encode_batch_for_tests, scan_batches};
-use kaas_net::broker::cluster_view::owner_shard;
+use kaas_net::model::cluster_view::owner_shard;
 use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
 use kaas_net::protocol::Response;
 use support::{Kaas, WireClient};

@@ -1,8 +1,8 @@
 //! Where things go: a partition's owner shard and a group's shard inside a broker, and the
 //! coordinator broker of a group that no assignment names yet.
 //!
-//! The shard hashes are the ones standalone kaas has always used (FNV-1a, as in
-//! `net`'s `cluster_view::owner_shard` and `groups::placement::coordinator_shard`), so a
+//! The shard hashes are the ones standalone kaas has always used (FNV-1a; `net`'s
+//! `model::cluster_view::owner_shard` and `groups::placement::coordinator_shard` call these), so a
 //! standalone broker keeps every partition and group on the shard it was on. Changing any
 //! function here moves partitions or groups: it is a compatibility change.
 
@@ -47,7 +47,13 @@ pub fn offsets_partition(group: &str) -> i32 {
 /// `__consumer_offsets` partition (that partition modulo the shard count), so one shard holds
 /// every group of a partition, as Kafka's coordinator is that partition's leader.
 pub fn group_shard(group: &GroupId, shards: usize) -> ShardIndex {
-    ShardIndex(offsets_partition(group.as_str()) as usize % shards.max(1))
+    offsets_partition_shard(offsets_partition(group.as_str()), shards)
+}
+
+/// The shard serving partition `partition` of `__consumer_offsets` (and coordinating its
+/// groups): the partition modulo the shard count.
+pub fn offsets_partition_shard(partition: i32, shards: usize) -> ShardIndex {
+    ShardIndex(partition.max(0) as usize % shards.max(1))
 }
 
 /// The coordinator of a group the assignment does not name: of `brokers`, the one with the

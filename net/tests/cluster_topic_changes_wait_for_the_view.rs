@@ -25,8 +25,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::topic_change::{codes, TopicChange, TopicChangeRefusal};
-use kaas_net::broker::config::{BrokerConfig, ClusterSettings};
-use kaas_net::broker::server::Broker;
 use kaas_net::protocol::messages::alter_configs::{
     AlterConfigsRequest, AlterConfigsResource as LegacyResource, AlterableConfig as LegacyConfig,
 };
@@ -44,6 +42,8 @@ use kaas_net::protocol::messages::metadata::{
     MetadataRequest, MetadataRequestTopic, MetadataResponseTopic,
 };
 use kaas_net::protocol::{decode_response, encode_request, ApiMessage, RequestHeader, Response};
+use kaas_net::runtime::server::Broker;
+use kaas_net::shard::config::{BrokerConfig, ClusterSettings};
 
 /// How long the stand-in waits after answering before the assignment shows a change.
 const LAG: Duration = Duration::from_millis(400);

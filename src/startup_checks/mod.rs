@@ -12,7 +12,7 @@ mod mount_caching;
 mod nofile;
 mod shared_volume;
 
-use kaas_net::broker::config::BrokerConfig;
+use kaas_net::shard::config::BrokerConfig;
 
 /// Why kaas refused to start; the process exits with this code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

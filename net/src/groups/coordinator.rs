@@ -10,7 +10,7 @@
 //! to another coordinator by closing it here and loading it there.
 //!
 //! In cluster mode a store opens at a storage-fence epoch (the assignment version it was
-//! loaded under, plus one: [`crate::broker::fence_epoch`]), so a coordinator that lost the
+//! loaded under, plus one: [`crate::model::fence_epoch`]), so a coordinator that lost the
 //! group while it was paused cannot acknowledge anything once the new one has claimed it: its
 //! next flush fails with `EngineError::Fenced`, the request is answered NOT_COORDINATOR, and
 //! the group is released here (by the next request that finds it, or the next tick).
@@ -24,8 +24,6 @@ use futures_util::future::{FutureExt, LocalBoxFuture, Shared};
 use kaas_engine::group_store::{GroupChange, GroupStore};
 use kaas_engine::{EngineError, Storage};
 
-use crate::broker::cluster_view::{ClusterView, ViewHandle};
-use crate::broker::fence_epoch::group_fence_epoch;
 use crate::groups::clock::{monotonic_ms, wall_ms};
 use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::{ConsumerGroupConfig, TopicSnapshot};
@@ -33,6 +31,8 @@ use crate::groups::group::{topic_snapshot, Group, GroupState};
 use crate::groups::offset_retention::expired_offsets;
 use crate::groups::offsets_topic::{self, OffsetsTopic};
 use crate::groups::placement::coordinator_shard;
+use crate::model::cluster_view::{ClusterView, ViewHandle};
+use crate::model::fence_epoch::group_fence_epoch;
 use crate::protocol::ErrorCode;
 
 /// How often deadlines (sessions, join phases) are checked.
@@ -585,8 +585,8 @@ mod tests {
     use kaas_cluster::ids::BrokerId;
 
     use super::*;
-    use crate::broker::topic_config::TopicDefaults;
     use crate::groups::offsets::{commit, Committer, OffsetToCommit};
+    use crate::model::topic_config::TopicDefaults;
 
     /// A one-broker, one-topic cluster view at assignment `version`, this broker coordinating
     /// group `g`.

@@ -10,11 +10,11 @@ use std::cell::{Cell, RefCell};
 use bytes::{BufMut, Bytes, BytesMut};
 use kaas_engine::group_store::{GroupChange, GroupStore};
 
-use crate::broker::cluster_view::ClusterView;
 use crate::groups::classic::ClassicGroup;
 use crate::groups::clock::wall_ms;
 use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::{ConsumerGroup, TopicSnapshot};
+use crate::model::cluster_view::ClusterView;
 use crate::protocol::ErrorCode;
 
 /// Metadata blob tag of a classic group.

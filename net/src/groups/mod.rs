@@ -17,6 +17,7 @@
 pub mod classic;
 pub mod clock;
 pub mod config;
+pub mod config_overrides;
 pub mod consumer_group;
 pub mod consumer_protocol;
 pub mod coordinator;

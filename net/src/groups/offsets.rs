@@ -5,12 +5,12 @@
 use kaas_engine::group_store::{CommittedOffset, GroupChange};
 use kaas_engine::EngineError;
 
-use crate::broker::cluster_view::ClusterView;
 use crate::groups::classic::ClassicState;
 use crate::groups::consumer_group::CommitCheck;
 use crate::groups::coordinator::GroupCoordinator;
 use crate::groups::group::GroupState;
 use crate::groups::offsets_topic;
+use crate::model::cluster_view::ClusterView;
 use crate::protocol::ErrorCode;
 
 /// Who commits: a member of the group, or a tool (generation -1, no member id).

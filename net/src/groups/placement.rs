@@ -2,18 +2,10 @@
 //! partition, as Kafka's coordinator is that partition's leader. So one shard holds every
 //! group of a partition and can serve the partition from them.
 
-use crate::groups::offsets_topic::{partition_for, shard_of_partition};
-
 /// The shard of the group's `__consumer_offsets` partition (Kafka's
 /// `abs(groupId.hashCode()) % 50`, then that partition's shard).
 pub fn coordinator_shard(group_id: &str, shards: usize) -> usize {
-    let shard = shard_of_partition(partition_for(group_id), shards);
-    debug_assert_eq!(
-        shard,
-        kaas_cluster::placement::group_shard(&kaas_cluster::ids::GroupId::new(group_id), shards).0,
-        "the cluster crate addresses group commands to the same shard"
-    );
-    shard
+    kaas_cluster::placement::group_shard(&kaas_cluster::ids::GroupId::new(group_id), shards).0
 }
 
 #[cfg(test)]

@@ -5,18 +5,18 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::handlers::config_changes::{
     broker_refusal, replace_all, GroupOverrides, TopicOverrides,
 };
 use crate::handlers::describe_configs::{
     unnamed_group, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
-use crate::handlers::{admin, with_topic_admin};
+use crate::handlers::with_topic_admin;
 use crate::protocol::messages::alter_configs::{
     AlterConfigsRequest, AlterConfigsResourceResponse, AlterConfigsResponse,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers AlterConfigs.
 pub async fn handle(shard: &Rc<Shard>, request: AlterConfigsRequest) -> AlterConfigsResponse {
@@ -35,9 +35,9 @@ pub async fn handle(shard: &Rc<Shard>, request: AlterConfigsRequest) -> AlterCon
             .collect();
         let validate_only = request.validate_only;
         let outcome = match resource.resource_type {
-            RESOURCE_TOPIC => with_topic_admin(shard, move |admin_shard| async move {
+            RESOURCE_TOPIC => with_topic_admin(shard, move |admin_shard, changes| async move {
                 let defaults = admin_shard.config.topic_defaults.clone();
-                admin(&admin_shard)
+                changes
                     .replace_configs(
                         &admin_shard,
                         &name,
@@ -55,9 +55,9 @@ pub async fn handle(shard: &Rc<Shard>, request: AlterConfigsRequest) -> AlterCon
             .await
             .map_err(|e| (e.code, e.message)),
             RESOURCE_GROUP if name.is_empty() => Err(unnamed_group()),
-            RESOURCE_GROUP => with_topic_admin(shard, move |admin_shard| async move {
+            RESOURCE_GROUP => with_topic_admin(shard, move |admin_shard, changes| async move {
                 let broker = admin_shard.config.groups.clone();
-                admin(&admin_shard)
+                changes
                     .alter_group_configs(
                         &admin_shard,
                         &name,

@@ -2,10 +2,10 @@
 //! cluster mode every broker of the accepted assignment and each partition's leader and leader
 //! epoch (replicas = isr = [leader]: each partition has one copy, on the shared volume).
 
-use crate::broker::cluster_view::ClusterView;
-use crate::broker::config::BrokerConfig;
-use crate::handlers::STANDALONE_LEADER_EPOCH;
+use crate::model::cluster_view::ClusterView;
+use crate::model::cluster_view::STANDALONE_LEADER_EPOCH;
 use crate::protocol::messages::metadata::MetadataResponseBroker;
+use crate::shard::config::BrokerConfig;
 
 /// The brokers Metadata lists.
 pub fn brokers(config: &BrokerConfig, view: &ClusterView) -> Vec<MetadataResponseBroker> {

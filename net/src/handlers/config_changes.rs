@@ -3,10 +3,10 @@
 //! APPEND, SUBTRACT) applied all-or-nothing, and the answer for BROKER resources, whose
 //! settings are start-up flags in kaas.
 
-use crate::broker::group_configs::{self, GroupConfigOverrides};
-use crate::broker::topic_config::value::{list_items, ConfigSpec, ValueType};
-use crate::broker::topic_config::{self, InvalidConfig, TopicConfig, TopicDefaults};
 use crate::groups::config::GroupConfig;
+use crate::model::group_configs::{self, GroupConfigOverrides};
+use crate::model::topic_config::value::{list_items, ConfigSpec, ValueType};
+use crate::model::topic_config::{self, InvalidConfig, TopicConfig, TopicDefaults};
 use crate::protocol::ErrorCode;
 
 /// SET.

@@ -2,13 +2,13 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::group::GroupState;
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::consumer_group_describe::{
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, DescribedGroup,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers ConsumerGroupDescribe.
 pub async fn handle(

@@ -3,7 +3,6 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::clock::monotonic_ms;
 use crate::groups::consumer_group::{Heartbeat, HeartbeatResult};
 use crate::handlers::group_hop::on_coordinator;
@@ -11,6 +10,7 @@ use crate::protocol::messages::consumer_group_heartbeat::{
     Assignment, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, TopicPartitions,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers ConsumerGroupHeartbeat at `version`.
 pub async fn handle(

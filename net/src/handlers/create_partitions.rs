@@ -3,12 +3,12 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
-use crate::broker::topic_changes::wait_of_timeout;
-use crate::handlers::{admin, with_topic_admin};
+use crate::handlers::with_topic_admin;
 use crate::protocol::messages::create_partitions::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopicResult,
 };
+use crate::shard::Shard;
+use crate::topics::topic_changes::wait_of_timeout;
 
 /// Answers CreatePartitions.
 pub async fn handle(
@@ -26,8 +26,8 @@ pub async fn handle(
             .assignments
             .map(|list| list.into_iter().map(|a| a.broker_ids).collect());
         let wait = wait_of_timeout(request.timeout_ms);
-        let outcome = with_topic_admin(shard, move |admin_shard| async move {
-            admin(&admin_shard)
+        let outcome = with_topic_admin(shard, move |admin_shard, changes| async move {
+            changes
                 .add_partitions(&admin_shard, &name, count, assignments, validate_only, wait)
                 .await
         })

@@ -2,12 +2,12 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::delete_groups::{
     DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers DeleteGroups.
 pub async fn handle(shard: &Rc<Shard>, request: DeleteGroupsRequest) -> DeleteGroupsResponse {

@@ -2,7 +2,6 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::handlers::error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::delete_records::{
@@ -10,6 +9,7 @@ use crate::protocol::messages::delete_records::{
     DeleteRecordsTopicResult,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Offset -1 means "up to the high watermark".
 const HIGH_WATERMARK: i64 = -1;

@@ -2,14 +2,14 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
-use crate::broker::topic_changes::wait_of_timeout;
 use crate::groups::offsets_topic;
-use crate::handlers::{admin, with_topic_admin};
+use crate::handlers::with_topic_admin;
 use crate::protocol::messages::delete_topics::{
     DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
 };
 use crate::protocol::{ErrorCode, Uuid};
+use crate::shard::Shard;
+use crate::topics::topic_changes::wait_of_timeout;
 
 /// Answers DeleteTopics at `version`.
 pub async fn handle(
@@ -69,10 +69,8 @@ pub async fn handle(
             Some(resolved_name) => {
                 result.name = Some(resolved_name.clone());
                 let wait = wait_of_timeout(request.timeout_ms);
-                let deleted = with_topic_admin(shard, move |admin_shard| async move {
-                    admin(&admin_shard)
-                        .delete(&admin_shard, &resolved_name, wait)
-                        .await
+                let deleted = with_topic_admin(shard, move |admin_shard, changes| async move {
+                    changes.delete(&admin_shard, &resolved_name, wait).await
                 })
                 .await;
                 match deleted {

@@ -3,12 +3,12 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::handlers::authorized_operations;
 use crate::protocol::messages::describe_cluster::{
     DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Endpoint type "brokers" (KIP-919); "controllers" (2) is not served.
 const ENDPOINT_TYPE_BROKERS: i8 = 1;

@@ -3,15 +3,15 @@
 
 use std::rc::Rc;
 
-use crate::broker::group_configs::{self, GroupConfigOverrides, GROUP_CONFIGS};
-use crate::broker::shard::Shard;
-use crate::broker::topic_config::{ConfigOrigin, TopicConfig, TOPIC_CONFIGS};
 use crate::groups::offsets_topic;
+use crate::model::group_configs::{self, GroupConfigOverrides, GROUP_CONFIGS};
+use crate::model::topic_config::{ConfigOrigin, TopicConfig, TOPIC_CONFIGS};
 use crate::protocol::messages::describe_configs::{
     DescribeConfigsRequest, DescribeConfigsResourceResult, DescribeConfigsResponse,
     DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Kafka's resource type codes.
 pub const RESOURCE_TOPIC: i8 = 2;
@@ -134,7 +134,7 @@ pub fn handle(shard: &Rc<Shard>, request: DescribeConfigsRequest) -> DescribeCon
 /// One entry with Kafka's synonym list: the override (if any), the broker's setting (when its
 /// flag differs from Kafka's default), then Kafka's default of that setting.
 fn entry(
-    spec: &crate::broker::topic_config::ConfigSpec,
+    spec: &crate::model::topic_config::ConfigSpec,
     value: String,
     source: i8,
     override_source: i8,

@@ -2,12 +2,12 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::describe_groups::{
     DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers DescribeGroups at `version`.
 pub async fn handle(

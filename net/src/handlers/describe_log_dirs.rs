@@ -11,14 +11,14 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::broker::cluster_view::TopicInfo;
-use crate::broker::shard::Shard;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
+use crate::model::cluster_view::TopicInfo;
 use crate::protocol::messages::describe_log_dirs::{
     DescribeLogDirsPartition, DescribeLogDirsRequest, DescribeLogDirsResponse,
     DescribeLogDirsResult, DescribeLogDirsTopic,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// The log directory's name when nothing is on disk.
 const IN_MEMORY_LOG_DIR: &str = "in-memory";

@@ -9,7 +9,6 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::handlers::error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::describe_producers::{
@@ -17,6 +16,7 @@ use crate::protocol::messages::describe_producers::{
     DescribeProducersTopicResponse, ProducerState,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Kafka's longest legal topic name.
 const MAX_TOPIC_NAME_LENGTH: usize = 249;

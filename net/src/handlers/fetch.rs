@@ -23,7 +23,6 @@ use bytes::{Bytes, BytesMut};
 use futures_util::future::{join_all, select, select_all, Either, FutureExt};
 use kaas_engine::{FetchedRecords, LogOffsets, PartitionLog};
 
-use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
 use crate::handlers::error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
@@ -31,6 +30,7 @@ use crate::protocol::messages::fetch::{
     FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 use long_poll::LongPoll;
 use response_budget::ResponseBudget;
 

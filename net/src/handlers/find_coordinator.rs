@@ -3,11 +3,11 @@
 //! else kaas-cluster's fallback choice among the assignment's brokers. Transactions are not
 //! served.
 
-use crate::broker::shard::Shard;
 use crate::protocol::messages::find_coordinator::{
     Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 const GROUP_KEY: i8 = 0;
 const TRANSACTION_KEY: i8 = 1;

@@ -3,9 +3,9 @@
 use std::future::Future;
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::placement::coordinator_shard;
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Runs `job` on the shard coordinating `group_id`; COORDINATOR_NOT_AVAILABLE if that shard
 /// has stopped, NOT_COORDINATOR when the cluster view has another broker coordinate the group

@@ -2,12 +2,12 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::clock::monotonic_ms;
 use crate::groups::group::GroupState;
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::heartbeat::{HeartbeatRequest, HeartbeatResponse};
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers Heartbeat.
 pub async fn handle(shard: &Rc<Shard>, request: HeartbeatRequest) -> HeartbeatResponse {

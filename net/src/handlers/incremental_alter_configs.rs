@@ -3,18 +3,18 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::handlers::config_changes::{
     apply_incremental, broker_refusal, GroupOverrides, TopicOverrides,
 };
 use crate::handlers::describe_configs::{
     unnamed_group, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
-use crate::handlers::{admin, with_topic_admin};
+use crate::handlers::with_topic_admin;
 use crate::protocol::messages::incremental_alter_configs::{
     AlterConfigsResourceResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers IncrementalAlterConfigs.
 pub async fn handle(
@@ -36,9 +36,9 @@ pub async fn handle(
             .collect();
         let validate_only = request.validate_only;
         let outcome = match resource.resource_type {
-            RESOURCE_TOPIC => with_topic_admin(shard, move |admin_shard| async move {
+            RESOURCE_TOPIC => with_topic_admin(shard, move |admin_shard, changes| async move {
                 let defaults = admin_shard.config.topic_defaults.clone();
-                admin(&admin_shard)
+                changes
                     .alter_configs(
                         &admin_shard,
                         &name,
@@ -56,9 +56,9 @@ pub async fn handle(
             .await
             .map_err(|e| (e.code, e.message)),
             RESOURCE_GROUP if name.is_empty() => Err(unnamed_group()),
-            RESOURCE_GROUP => with_topic_admin(shard, move |admin_shard| async move {
+            RESOURCE_GROUP => with_topic_admin(shard, move |admin_shard, changes| async move {
                 let broker = admin_shard.config.groups.clone();
-                admin(&admin_shard)
+                changes
                     .alter_group_configs(
                         &admin_shard,
                         &name,

@@ -3,9 +3,9 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::protocol::messages::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers InitProducerId.
 pub async fn handle(shard: &Rc<Shard>, request: InitProducerIdRequest) -> InitProducerIdResponse {

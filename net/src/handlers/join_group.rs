@@ -2,7 +2,6 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::classic::{JoinRequest, JoinResult, Reply};
 use crate::groups::clock::monotonic_ms;
 use crate::handlers::group_hop::on_coordinator;
@@ -10,6 +9,7 @@ use crate::protocol::messages::join_group::{
     JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers JoinGroup at `version` for a client `client_id` at `client_host`.
 pub async fn handle(

@@ -3,7 +3,6 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::classic::LeavingMember;
 use crate::groups::clock::monotonic_ms;
 use crate::groups::group::GroupState;
@@ -12,6 +11,7 @@ use crate::protocol::messages::leave_group::{
     LeaveGroupRequest, LeaveGroupResponse, MemberResponse,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers LeaveGroup at `version`.
 pub async fn handle(

@@ -9,10 +9,10 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::handlers::find_coordinator::group_broker;
 use crate::protocol::messages::list_groups::{ListGroupsRequest, ListGroupsResponse, ListedGroup};
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers ListGroups.
 pub async fn handle(shard: &Rc<Shard>, request: ListGroupsRequest) -> ListGroupsResponse {

@@ -2,7 +2,6 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
 use crate::handlers::error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
@@ -10,6 +9,7 @@ use crate::protocol::messages::list_offsets::{
     ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Kafka's special timestamps.
 const LATEST: i64 = -1;

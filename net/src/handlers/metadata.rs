@@ -6,15 +6,15 @@
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::broker::cluster_view::{ClusterView, TopicInfo};
-use crate::broker::shard::Shard;
-use crate::broker::topic_admin::TopicAdmin;
 use crate::groups::offsets_topic;
-use crate::handlers::{admin, authorized_operations, cluster_metadata, with_topic_admin};
+use crate::handlers::{authorized_operations, cluster_metadata, with_topic_admin};
+use crate::model::cluster_view::{ClusterView, TopicInfo};
 use crate::protocol::messages::metadata::{
     MetadataRequest, MetadataResponse, MetadataResponsePartition, MetadataResponseTopic,
 };
 use crate::protocol::{ErrorCode, Uuid};
+use crate::shard::Shard;
+use crate::topics::topic_admin::TopicAdmin;
 
 /// Answers Metadata at `version`.
 pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -> MetadataResponse {
@@ -90,8 +90,8 @@ async fn auto_create_topic(shard: &Rc<Shard>, name: String) -> MetadataResponseT
     }
     let partitions = shard.config.default_partitions;
     let create_name = name.clone();
-    let created = with_topic_admin(shard, move |admin_shard| async move {
-        admin(&admin_shard)
+    let created = with_topic_admin(shard, move |admin_shard, changes| async move {
+        changes
             .auto_create(&admin_shard, &create_name, partitions)
             .await
     })

@@ -56,13 +56,10 @@ use kaas_engine::compression::CompressionError;
 use kaas_engine::producer_state::ProducerStateError;
 use kaas_engine::EngineError;
 
-use crate::broker::shard::Shard;
-use crate::broker::topic_admin::TopicError;
-use crate::broker::topic_changes::TopicChanges;
 use crate::protocol::ErrorCode;
-
-/// The leader epoch of every partition of a standalone broker.
-pub const STANDALONE_LEADER_EPOCH: i32 = 0;
+use crate::shard::Shard;
+use crate::topics::topic_admin::TopicError;
+use crate::topics::topic_changes::{self, TopicChanges};
 
 /// The Kafka error code for an engine failure.
 pub fn error_code(error: &EngineError) -> ErrorCode {
@@ -124,20 +121,20 @@ pub fn batch_error_code(error: &BatchError) -> ErrorCode {
 /// admin; cluster mode: the way to the cluster core's KafkaTopic service).
 pub async fn with_topic_admin<R, F, Fut>(shard: &Rc<Shard>, change: F) -> Result<R, TopicError>
 where
-    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+    F: FnOnce(Rc<Shard>, Rc<TopicChanges>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<R, TopicError>> + 'static,
     R: Send + 'static,
 {
     let result = shard
         .router
         .call(shard, 0, move |admin_shard| async move {
-            if admin_shard.topic_changes.is_none() {
+            let Some(changes) = topic_changes::on_this_shard() else {
                 return Err(TopicError {
                     code: ErrorCode::NotController,
                     message: "topic changes run on shard 0".into(),
                 });
-            }
-            change(admin_shard).await
+            };
+            change(admin_shard, changes).await
         })
         .await;
     result.unwrap_or_else(|| {
@@ -146,14 +143,6 @@ where
             message: "broker is shutting down".into(),
         })
     })
-}
-
-/// The topic changes of a shard that is known to have them (shard 0).
-pub fn admin(shard: &Shard) -> &TopicChanges {
-    match &shard.topic_changes {
-        Some(admin) => admin,
-        None => unreachable!("with_topic_admin checks for the admin before calling"),
-    }
 }
 
 /// Wall-clock milliseconds (Kafka timestamps).

@@ -2,7 +2,6 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::offsets::{self, Committer, OffsetToCommit};
 use crate::handlers::group_hop::on_coordinator;
 use crate::handlers::now_ms;
@@ -11,6 +10,7 @@ use crate::protocol::messages::offset_commit::{
     OffsetCommitResponseTopic,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers OffsetCommit at `version`.
 pub async fn handle(

@@ -2,7 +2,6 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::offsets;
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::offset_delete::{
@@ -10,6 +9,7 @@ use crate::protocol::messages::offset_delete::{
     OffsetDeleteResponseTopic,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers OffsetDelete.
 pub async fn handle(shard: &Rc<Shard>, request: OffsetDeleteRequest) -> OffsetDeleteResponse {

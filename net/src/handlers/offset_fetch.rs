@@ -4,7 +4,6 @@ use std::rc::Rc;
 
 use kaas_engine::group_store::CommittedOffset;
 
-use crate::broker::shard::Shard;
 use crate::groups::offsets::{self, FetchedOffsets};
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::offset_fetch::{
@@ -13,6 +12,7 @@ use crate::protocol::messages::offset_fetch::{
     OffsetFetchResponseTopics,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// One group's request: its id, the member asking (v9+) and the topics (`None` = all).
 struct GroupQuery {

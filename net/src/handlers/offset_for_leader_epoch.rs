@@ -3,7 +3,6 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::handlers::error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::offset_for_leader_epoch::{
@@ -11,6 +10,7 @@ use crate::protocol::messages::offset_for_leader_epoch::{
     OffsetForLeaderTopicResult,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers OffsetForLeaderEpoch.
 pub async fn handle(

@@ -28,10 +28,10 @@ use std::sync::Arc;
 
 use kaas_engine::{EngineError, LogConfig, PartitionId, PartitionLog};
 
-use crate::broker::cluster_view::{ClusterView, Leadership, TopicInfo};
-use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
+use crate::model::cluster_view::{ClusterView, Leadership, TopicInfo};
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Where a partition's answer goes in the response: its topic's index in the response's topic
 /// list and its index in that topic's partition list.

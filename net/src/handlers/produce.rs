@@ -18,7 +18,6 @@ use kaas_engine::batch::recompress::recompress_batches;
 use kaas_engine::batch::{BatchError, BATCH_LENGTH_POS, LOG_OVERHEAD, MIN_BATCH_LENGTH};
 use kaas_engine::{EngineError, PartitionId};
 
-use crate::broker::shard::Shard;
 use crate::groups::offsets_topic;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::handlers::{error_code, now_ms};
@@ -27,6 +26,7 @@ use crate::protocol::messages::produce::{
     TopicProduceResponse,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 struct Input {
     records: Bytes,
@@ -145,7 +145,7 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
 
 /// Appends every batch for this shard's partitions, then waits for all their flushes together
 /// (one group commit per partition covers them). Each partition is appended in its turn
-/// ([`crate::broker::append_turns`]), taken here before the first await. Batches are stamped
+/// ([`crate::shard::append_turns`]), taken here before the first await. Batches are stamped
 /// with the leader epoch the partition was resolved at, which its log checks it is open at.
 async fn append_on_owner(shard: Rc<Shard>, items: Vec<Owned<Input>>) -> Vec<(Position, Output)> {
     let tickets: Vec<_> = items

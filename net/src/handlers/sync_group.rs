@@ -2,13 +2,13 @@
 
 use std::rc::Rc;
 
-use crate::broker::shard::Shard;
 use crate::groups::classic::{Reply, SyncRequest, SyncResult};
 use crate::groups::clock::monotonic_ms;
 use crate::groups::group::GroupState;
 use crate::handlers::group_hop::on_coordinator;
 use crate::protocol::messages::sync_group::{SyncGroupRequest, SyncGroupResponse};
 use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Answers SyncGroup.
 pub async fn handle(shard: &Rc<Shard>, request: SyncGroupRequest) -> SyncGroupResponse {

@@ -8,7 +8,7 @@ use super::{
     ClassicGroup, ClassicGroupConfig, ClassicMember, ClassicState, JoinRequest, JoinResult,
     JoinedMember, Reply, SyncResult,
 };
-use crate::broker::topic_store::{format_uuid, random_uuid};
+use crate::model::uuid_text::{format_uuid, random_uuid};
 use crate::protocol::ErrorCode;
 
 impl ClassicGroup {

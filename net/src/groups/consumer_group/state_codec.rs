@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use super::group::ConsumerGroup;
 use super::member::{Assignment, Member, MemberState};
-use crate::broker::topic_store::{format_uuid, parse_uuid};
+use crate::model::uuid_text::{format_uuid, parse_uuid};
 use crate::protocol::Uuid;
 
 /// The format version written by [`ConsumerGroup::encode`].

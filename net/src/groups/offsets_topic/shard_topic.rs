@@ -29,10 +29,10 @@ use super::record_format::{
     MemberMetadata,
 };
 use super::{partition_for, reservation, shard_of_partition, PARTITIONS};
-use crate::broker::cluster_view::ClusterView;
 use crate::groups::classic::ClassicGroup;
 use crate::groups::consumer_group::ConsumerGroup;
 use crate::groups::group::{Group, CLASSIC_TAG, CONSUMER_TAG};
+use crate::model::cluster_view::ClusterView;
 use crate::protocol::ErrorCode;
 
 /// How long a fetch waiting on a partition that is not served yet sleeps before looking again.

@@ -6,9 +6,9 @@ use kaas_cluster::command::ShardCommand;
 use kaas_cluster::ids::{BrokerId, LeaderEpoch, TopicName, TopicPartition};
 
 use super::*;
-use crate::broker::shard::test_support::{run, shard_zero};
-use crate::broker::topic_config::{TopicConfig, TopicDefaults};
+use crate::model::topic_config::{TopicConfig, TopicDefaults};
 use crate::protocol::Uuid;
+use crate::shard::test_support::{run, shard_zero};
 
 /// A one-shard view of broker 0: `t` has partition 0 led here at `epoch_0` and partition 1
 /// led by broker 1 at epoch 7.

@@ -15,8 +15,8 @@ use std::time::Duration;
 use futures_lite::future;
 use kaas_cluster::topic_change::{TopicChange, TopicChangeRefusal, TopicChangeRequest};
 
-use crate::broker::topic_admin::TopicError;
 use crate::protocol::ErrorCode;
+use crate::topics::topic_admin::TopicError;
 
 /// How long a broker waits for the KafkaTopic service's answer.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);

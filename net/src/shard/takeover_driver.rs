@@ -35,9 +35,9 @@ use kaas_cluster::view::ClusterView as AssignmentView;
 
 use kaas_engine::topic_incarnation;
 
-use crate::broker::cluster_view::ClusterView;
-use crate::broker::shard::Shard;
-use crate::broker::shard_commands::forget_fenced;
+use crate::model::cluster_view::ClusterView;
+use crate::shard::shard_commands::forget_fenced;
+use crate::shard::Shard;
 
 /// Follows `assignments` until the channel closes (the broker stops).
 pub async fn follow_assignments(

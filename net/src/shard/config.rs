@@ -27,7 +27,7 @@ pub struct BrokerConfig {
     /// Partitions of an auto-created topic or a CreateTopics without a count (`num.partitions`).
     pub default_partitions: i32,
     /// Broker-level defaults for topic configs (`log.*` settings).
-    pub topic_defaults: crate::broker::topic_config::TopicDefaults,
+    pub topic_defaults: crate::model::topic_config::TopicDefaults,
     /// Group coordinator settings (`group.*`, `offset.*`).
     pub groups: crate::groups::config::GroupConfig,
     /// Cluster mode (`None`: a standalone broker).
@@ -35,7 +35,7 @@ pub struct BrokerConfig {
     /// The log cleaner's settings (`log.cleaner.*`).
     pub cleaner: kaas_engine::compaction::CleanerConfig,
     /// When idle idempotent producers are forgotten (`producer.id.expiration.*`).
-    pub producer_expiration: crate::broker::producer_expiration::ProducerExpiration,
+    pub producer_expiration: crate::shard::producer_expiration::ProducerExpiration,
 }
 
 /// How a broker of a cluster runs: several brokers share one data directory and follow

@@ -14,13 +14,14 @@ use glommio::sync::Semaphore;
 use kaas_engine::log_manager::{is_legal_topic_name, topic_dir};
 use kaas_engine::{PartitionId, Storage};
 
-use crate::broker::cluster_view::{ClusterView, TopicInfo};
-use crate::broker::group_configs::GroupConfigOverrides;
-use crate::broker::replica_assignment::{check_replicas, check_topic_assignment};
-use crate::broker::shard::Shard;
-use crate::broker::topic_config::{InvalidConfig, TopicConfig};
-use crate::broker::topic_store::{self, format_uuid, TopicRecord, TopicsFile};
+use crate::model::cluster_view::{ClusterView, TopicInfo};
+use crate::model::group_configs::GroupConfigOverrides;
+use crate::model::topic_config::{InvalidConfig, TopicConfig};
+use crate::model::uuid_text::{format_uuid, parse_uuid, random_uuid};
 use crate::protocol::{ErrorCode, Uuid};
+use crate::shard::Shard;
+use crate::topics::replica_assignment::{check_replicas, check_topic_assignment};
+use crate::topics::topic_store::{self, TopicRecord, TopicsFile};
 
 /// A refused topic change: the Kafka error code and a message for the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,7 +146,7 @@ impl TopicAdmin {
         }
         let record = TopicRecord {
             name: name.to_string(),
-            id: format_uuid(&topic_store::random_uuid()),
+            id: format_uuid(&random_uuid()),
             partitions,
             configs: config,
         };
@@ -171,7 +172,7 @@ impl TopicAdmin {
             return Err(unknown_topic(name));
         };
         let removed = next.topics.remove(position);
-        let id = topic_store::parse_uuid(&removed.id).unwrap_or(Uuid::NIL);
+        let id = parse_uuid(&removed.id).unwrap_or(Uuid::NIL);
         self.commit(shard, next).await?;
         self.remove_partition_dirs(shard, name).await;
         let topic = name.to_string();

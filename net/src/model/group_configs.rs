@@ -2,19 +2,29 @@
 //! IncrementalAlterConfigs serve for resource type GROUP, validated as Kafka does against the
 //! broker's bounds, kept in `topics.json` and published in the cluster view, where the KIP-848
 //! coordinator reads a group's session timeout and heartbeat interval
-//! ([`GroupConfigOverrides::apply_to`]).
+//! (`GroupConfigOverrides::apply_to`).
 //!
 //! The broker bounds are Kafka's defaults (`group.consumer.min.session.timeout.ms` 45000,
 //! `...max...` 60000, heartbeat 5000–15000, ...), widened to include the broker's own
 //! session timeout and heartbeat interval when its flags set them outside (Kafka would refuse
 //! to start; kaas keeps starting and stays consistent).
+//!
+//! The broker's settings come in through [`BrokerGroupSettings`] (the coordinator's
+//! `GroupConfig` implements it), and the coordinator applies a group's overrides to its
+//! settings (`groups::config_overrides`), so this model stays below the coordinator.
 
 use std::collections::BTreeMap;
 
-use crate::broker::topic_config::value::{ConfigSpec, Rule, Synonym, ValueType};
-use crate::broker::topic_config::InvalidConfig;
-use crate::groups::config::GroupConfig;
-use crate::groups::consumer_group::ConsumerGroupConfig;
+use crate::model::topic_config::value::{ConfigSpec, Rule, Synonym, ValueType};
+use crate::model::topic_config::InvalidConfig;
+
+/// The broker's own group settings that group configs fall back on and are bounded by.
+pub trait BrokerGroupSettings {
+    /// `group.consumer.session.timeout.ms`.
+    fn consumer_session_timeout_ms(&self) -> i32;
+    /// `group.consumer.heartbeat.interval.ms`.
+    fn consumer_heartbeat_interval_ms(&self) -> i32;
+}
 
 const fn group(
     name: &'static str,
@@ -199,16 +209,16 @@ pub fn group_spec(name: &str) -> Option<&'static ConfigSpec> {
 }
 
 /// The broker's value behind a group config, where kaas has a flag for it.
-pub fn broker_value(name: &str, broker: &GroupConfig) -> Option<i64> {
+pub fn broker_value(name: &str, broker: &impl BrokerGroupSettings) -> Option<i64> {
     match name {
-        "consumer.session.timeout.ms" => Some(broker.consumer_session_timeout_ms.into()),
-        "consumer.heartbeat.interval.ms" => Some(broker.consumer_heartbeat_interval_ms.into()),
+        "consumer.session.timeout.ms" => Some(broker.consumer_session_timeout_ms().into()),
+        "consumer.heartbeat.interval.ms" => Some(broker.consumer_heartbeat_interval_ms().into()),
         _ => None,
     }
 }
 
 /// The inclusive range the broker allows for `name` (Kafka's `group.*.min/max.*` settings).
-fn bounds(name: &str, broker: &GroupConfig) -> Option<(i64, i64)> {
+fn bounds(name: &str, broker: &impl BrokerGroupSettings) -> Option<(i64, i64)> {
     let kafka = match name {
         "consumer.session.timeout.ms" => (45_000, 60_000),
         "consumer.heartbeat.interval.ms" => (5_000, 15_000),
@@ -241,7 +251,7 @@ impl GroupConfigOverrides {
         &mut self,
         name: &str,
         value: &str,
-        broker: &GroupConfig,
+        broker: &impl BrokerGroupSettings,
     ) -> Result<(), InvalidConfig> {
         let spec = known(name)?;
         let value = spec.check(value)?;
@@ -301,7 +311,11 @@ impl GroupConfigOverrides {
     }
 
     /// The effective value of `spec` and whether it comes from the broker's flag.
-    pub fn effective(&self, spec: &ConfigSpec, broker: &GroupConfig) -> (String, bool) {
+    pub fn effective(
+        &self,
+        spec: &ConfigSpec,
+        broker: &impl BrokerGroupSettings,
+    ) -> (String, bool) {
         if let Some(value) = self.get(spec.name) {
             return (value.to_string(), false);
         }
@@ -311,14 +325,17 @@ impl GroupConfigOverrides {
         }
     }
 
-    fn number(&self, name: &str, broker: &GroupConfig) -> Option<i64> {
+    fn number(&self, name: &str, broker: &impl BrokerGroupSettings) -> Option<i64> {
         let spec = group_spec(name)?;
         ConfigSpec::number(&self.effective(spec, broker).0)
     }
 
     /// Kafka's rule across configs: each kind of group's session timeout must exceed its
     /// heartbeat interval (overrides and broker defaults together).
-    pub fn check_combination(&self, broker: &GroupConfig) -> Result<(), InvalidConfig> {
+    pub fn check_combination(
+        &self,
+        broker: &impl BrokerGroupSettings,
+    ) -> Result<(), InvalidConfig> {
         for kind in ["consumer", "share", "streams"] {
             let session = format!("{kind}.session.timeout.ms");
             let heartbeat = format!("{kind}.heartbeat.interval.ms");
@@ -335,113 +352,8 @@ impl GroupConfigOverrides {
         }
         Ok(())
     }
-
-    /// The group's own session timeout and heartbeat interval over the broker's settings.
-    pub fn apply_to(&self, config: &mut ConsumerGroupConfig) {
-        let int = |name: &str| self.get(name).and_then(|v| v.parse::<i32>().ok());
-        if let Some(session) = int("consumer.session.timeout.ms") {
-            config.session_timeout_ms = session;
-        }
-        if let Some(heartbeat) = int("consumer.heartbeat.interval.ms") {
-            config.heartbeat_interval_ms = heartbeat;
-        }
-    }
 }
 
 fn known(name: &str) -> Result<&'static ConfigSpec, InvalidConfig> {
     group_spec(name).ok_or_else(|| InvalidConfig(format!("Unknown group config name: {name}")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_is_sorted_and_defaults_are_valid() {
-        let broker = GroupConfig::default();
-        assert!(GROUP_CONFIGS.windows(2).all(|w| w[0].name < w[1].name));
-        for spec in GROUP_CONFIGS {
-            let mut overrides = GroupConfigOverrides::default();
-            assert_eq!(
-                overrides.set(spec.name, spec.default, &broker),
-                Ok(()),
-                "{}",
-                spec.name
-            );
-        }
-    }
-
-    #[test]
-    fn values_are_bounded_by_the_broker() {
-        let broker = GroupConfig::default();
-        let mut overrides = GroupConfigOverrides::default();
-        assert_eq!(
-            overrides
-                .set("consumer.session.timeout.ms", "1000", &broker)
-                .expect_err("refused")
-                .0,
-            "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."
-        );
-        assert_eq!(
-            overrides.set("consumer.session.timeout.ms", "abc", &broker).expect_err("refused").0,
-            "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of type INT"
-        );
-        assert_eq!(
-            overrides
-                .set("no.such", "1", &broker)
-                .expect_err("refused")
-                .0,
-            "Unknown group config name: no.such"
-        );
-        assert!(overrides
-            .set("streams.num.standby.replicas", "3", &broker)
-            .is_err());
-        assert!(overrides
-            .set("streams.assignor.name", "foo", &broker)
-            .is_err());
-        assert!(overrides
-            .set("errors.deadletterqueue.topic.name", "__dlq", &broker)
-            .is_err());
-        assert!(overrides
-            .set("share.auto.offset.reset", "by_duration:PT1H", &broker)
-            .is_ok());
-        // A broker started with a shorter session timeout allows it for its groups too.
-        let short = GroupConfig {
-            consumer_session_timeout_ms: 6_000,
-            consumer_heartbeat_interval_ms: 1_000,
-            ..GroupConfig::default()
-        };
-        assert!(overrides
-            .set("consumer.session.timeout.ms", "6000", &short)
-            .is_ok());
-        assert!(overrides
-            .set("consumer.heartbeat.interval.ms", "1000", &short)
-            .is_ok());
-        overrides.check_combination(&short).expect("6000 > 1000");
-        overrides
-            .set("consumer.heartbeat.interval.ms", "6000", &short)
-            .expect("in range");
-        assert_eq!(
-            overrides.check_combination(&short).expect_err("refused").0,
-            "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"
-        );
-    }
-
-    #[test]
-    fn overrides_reach_the_consumer_group_settings() {
-        let broker = GroupConfig::default();
-        let mut overrides = GroupConfigOverrides::default();
-        overrides
-            .set("consumer.session.timeout.ms", "50000", &broker)
-            .expect("valid");
-        overrides
-            .set("consumer.heartbeat.interval.ms", "6000", &broker)
-            .expect("valid");
-        let mut config = broker.consumer();
-        overrides.apply_to(&mut config);
-        assert_eq!(
-            (config.session_timeout_ms, config.heartbeat_interval_ms),
-            (50_000, 6_000)
-        );
-    }
 }

@@ -3,8 +3,8 @@
 //! volume's): an assignment that names only registered brokers is accepted and the partition
 //! is led by this broker, which Metadata reports as its only replica.
 
-use crate::broker::topic_admin::TopicError;
 use crate::protocol::ErrorCode;
+use crate::topics::topic_admin::TopicError;
 
 fn refused(message: String) -> TopicError {
     TopicError {

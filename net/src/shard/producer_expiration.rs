@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use kaas_engine::log_manager::LogManager;
 
-use crate::broker::shard::Shard;
+use crate::shard::Shard;
 
 /// Kafka's default `producer.id.expiration.ms`: one day.
 pub const DEFAULT_EXPIRATION_MS: i32 = 86_400_000;

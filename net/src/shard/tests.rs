@@ -6,8 +6,8 @@ use kaas_engine::{EngineError, LogConfig, PartitionId};
 
 use super::test_support::{self, run};
 use super::*;
-use crate::broker::cluster_view::{ClusterView, TopicInfo};
-use crate::broker::topic_config::{TopicConfig, TopicDefaults};
+use crate::model::cluster_view::{ClusterView, TopicInfo};
+use crate::model::topic_config::{TopicConfig, TopicDefaults};
 use crate::protocol::Uuid;
 
 const SHARDS: usize = 2;

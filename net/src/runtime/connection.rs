@@ -33,11 +33,11 @@ use futures_lite::io::AsyncRead;
 use glommio::net::TcpStream;
 use glommio::sync::Semaphore;
 
-use crate::broker::dispatch;
-use crate::broker::frame_reader::FrameReader;
-use crate::broker::shard::Shard;
-use crate::broker::socket_writer::write_all_vectored;
 use crate::protocol::{decode_request, FrameError};
+use crate::runtime::dispatch;
+use crate::runtime::frame_reader::FrameReader;
+use crate::runtime::socket_writer::write_all_vectored;
+use crate::shard::Shard;
 
 /// The response to one request, once its handler is done: `None` for produce with acks=0
 /// (nothing to send); the channel is cancelled if the handler never finished.

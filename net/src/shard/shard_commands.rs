@@ -1,10 +1,10 @@
 //! Carrying out a [`ShardCommand`] on the shard it is addressed to (cluster mode), and giving
 //! up a partition the storage fence took away.
 //!
-//! Commands arrive as data over the router (see [`crate::broker::takeover_driver`]); this is
+//! Commands arrive as data over the router (see [`crate::shard::takeover_driver`]); this is
 //! the only place a cluster-mode partition is opened or closed. Opening claims the partition
 //! on the volume at the fence epoch of the command's leader epoch
-//! ([`crate::broker::fence_epoch`]) and recovers it from the shared files
+//! ([`crate::model::fence_epoch`]) and recovers it from the shared files
 //! (`LogManager::open_in_dir`, in the directory named after the topic's id,
 //! `kaas_engine::topic_incarnation`); batches are stamped with the leader epoch itself. Closing
 //! flushes it, checkpoints it when this broker reopens it next (not when another broker takes
@@ -26,8 +26,8 @@ use kaas_cluster::ids::{LeaderEpoch, ShardIndex, TopicName, TopicPartition};
 use kaas_cluster::open_state::OpenState;
 use kaas_engine::{topic_incarnation, EngineError, PartitionId};
 
-use crate::broker::fence_epoch::partition_fence_epoch;
-use crate::broker::shard::Shard;
+use crate::model::fence_epoch::partition_fence_epoch;
+use crate::shard::Shard;
 
 /// A partition a shard closed because the fence found a newer claim.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,5 +1,16 @@
-//! One shard: an executor pinned to a core that owns a disjoint set of partitions and serves
-//! the connections the kernel hands it.
+//! The shard context: an executor pinned to a core that owns a disjoint set of partitions and
+//! serves the connections the kernel hands it ([`Shard`]); the router to other shards, the
+//! commands the cluster core sends ([`shard_commands`]) and the takeover driver that plans
+//! them, producer ids, metrics and the broker's settings.
+
+pub mod append_turns;
+pub mod config;
+pub mod metrics;
+pub mod producer_expiration;
+pub mod producer_ids;
+pub mod router;
+pub mod shard_commands;
+pub mod takeover_driver;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -8,15 +19,14 @@ use std::sync::Arc;
 
 use kaas_engine::{EngineError, LogConfig, LogManager, PartitionId, PartitionLog, Storage};
 
-use crate::broker::append_turns::AppendTurns;
-use crate::broker::cluster_view::{Leadership, ViewHandle};
-use crate::broker::config::BrokerConfig;
-use crate::broker::metrics::ShardMetrics;
-use crate::broker::producer_ids::ProducerIdAllocator;
-use crate::broker::router::{Inbox, Router};
-use crate::broker::shard_commands::FencedClose;
-use crate::broker::topic_changes::TopicChanges;
 use crate::groups::coordinator::GroupCoordinator;
+use crate::model::cluster_view::{Leadership, ViewHandle};
+use crate::shard::append_turns::AppendTurns;
+use crate::shard::config::BrokerConfig;
+use crate::shard::metrics::ShardMetrics;
+use crate::shard::producer_ids::ProducerIdAllocator;
+use crate::shard::router::{Inbox, Router};
+use crate::shard::shard_commands::FencedClose;
 
 /// Everything a shard's request handlers use. `!Send`: lives on its executor.
 pub struct Shard {
@@ -34,9 +44,6 @@ pub struct Shard {
     pub router: Arc<Router>,
     /// This shard's counters.
     pub metrics: Arc<ShardMetrics>,
-    /// Topic changes (shard 0 only): standalone, the topic admin; in cluster mode, the way to
-    /// the cluster core's KafkaTopic service.
-    pub topic_changes: Option<TopicChanges>,
     /// Producer id allocation (shard 0 only).
     pub producer_ids: Option<ProducerIdAllocator>,
     /// The consumer groups this shard coordinates.
@@ -45,7 +52,7 @@ pub struct Shard {
     pub open_epochs: RefCell<HashMap<PartitionId, i32>>,
     /// Partitions some shard closed because the storage fence found a newer claim, not yet
     /// seen by the takeover driver (shard 0 only; see
-    /// [`crate::broker::shard_commands::forget_fenced`]).
+    /// [`crate::shard::shard_commands::forget_fenced`]).
     pub fenced_closes: RefCell<Vec<FencedClose>>,
     /// Appends reach each partition in the order their requests arrived.
     pub append_turns: AppendTurns,
@@ -60,7 +67,7 @@ impl Shard {
     /// so an open either started before the deletion (which then waits for it and deletes the
     /// log) or sees the topic gone. A request that outlives its topic never recreates it.
     ///
-    /// In cluster mode a partition opens only by command ([`crate::broker::shard_commands`]):
+    /// In cluster mode a partition opens only by command ([`crate::shard::shard_commands`]):
     /// this returns the log only while the view gives the partition to this broker and shard at
     /// the epoch it was opened at, NOT_LEADER otherwise (led elsewhere, being given up, or not
     /// opened yet), so a misrouted request never opens, and so never claims, a partition. A
@@ -111,7 +118,7 @@ impl Shard {
             .borrow()
             .get(id)
             .copied()
-            .unwrap_or(crate::handlers::STANDALONE_LEADER_EPOCH)
+            .unwrap_or(crate::model::cluster_view::STANDALONE_LEADER_EPOCH)
     }
 
     /// Whether the current view has `id`'s topic and partition and gives it to this shard.

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::broker::cluster_view::{ClusterView, ViewHandle};
+use crate::model::cluster_view::{ClusterView, ViewHandle};
 use crate::protocol::Uuid;
 
 /// How often the view is looked at while waiting.
@@ -82,8 +82,8 @@ pub async fn wait_for(view: &ViewHandle, expectation: &Expectation, bound: Durat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::broker::cluster_view::TopicInfo;
-    use crate::broker::topic_config::{TopicConfig, TopicDefaults};
+    use crate::model::cluster_view::TopicInfo;
+    use crate::model::topic_config::{TopicConfig, TopicDefaults};
 
     /// (name, id byte, partitions, configs).
     type Row<'a> = (&'a str, u8, i32, &'a [(&'a str, &'a str)]);

@@ -15,10 +15,10 @@ use std::path::Path;
 use kaas_engine::Storage;
 use serde::{Deserialize, Serialize};
 
-use crate::broker::cluster_view::TopicInfo;
-use crate::broker::group_configs::GroupConfigOverrides;
-use crate::broker::topic_config::{TopicConfig, TopicDefaults};
-use crate::protocol::Uuid;
+use crate::model::cluster_view::TopicInfo;
+use crate::model::group_configs::GroupConfigOverrides;
+use crate::model::topic_config::{TopicConfig, TopicDefaults};
+use crate::model::uuid_text::parse_uuid;
 
 /// Path of the file relative to the data directory.
 pub const TOPICS_FILE: &str = "__cluster/topics.json";
@@ -77,33 +77,6 @@ impl TopicRecord {
     }
 }
 
-/// Hex form of a UUID.
-pub fn format_uuid(id: &Uuid) -> String {
-    id.0.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Parses 32 hex digits.
-pub fn parse_uuid(text: &str) -> Option<Uuid> {
-    if text.len() != 32 || !text.is_ascii() {
-        return None;
-    }
-    let mut bytes = [0u8; 16];
-    for (i, byte) in bytes.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).ok()?;
-    }
-    Some(Uuid(bytes))
-}
-
-/// A new random topic id (never the nil id Kafka reserves).
-pub fn random_uuid() -> Uuid {
-    loop {
-        let id = Uuid(rand::random());
-        if id != Uuid::NIL {
-            return id;
-        }
-    }
-}
-
 /// Reads the file; a missing file is an empty store with a fresh cluster id.
 pub async fn load(storage: &Storage) -> Result<TopicsFile, TopicStoreError> {
     match storage.read_small(Path::new(TOPICS_FILE)).await? {
@@ -147,14 +120,7 @@ fn new_cluster_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn uuid_hex_round_trip() {
-        let id = random_uuid();
-        assert_eq!(parse_uuid(&format_uuid(&id)), Some(id));
-        assert_eq!(parse_uuid("zz"), None);
-        assert_eq!(parse_uuid(&"g".repeat(32)), None);
-    }
+    use crate::model::uuid_text::{format_uuid, random_uuid};
 
     #[test]
     fn file_round_trip() {

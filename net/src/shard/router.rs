@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use futures_channel::oneshot;
 
-use crate::broker::shard::Shard;
+use crate::shard::Shard;
 
 /// A unit of work sent to a shard.
 pub type ShardJob = Box<dyn FnOnce(Rc<Shard>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;

@@ -12,8 +12,11 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use kaas_engine::{LogConfig, PartitionId};
 
-use crate::broker::topic_config::TopicConfig;
+use crate::model::topic_config::TopicConfig;
 use crate::protocol::Uuid;
+
+/// The leader epoch of every partition of a standalone broker.
+pub const STANDALONE_LEADER_EPOCH: i32 = 0;
 
 /// One topic as the cluster knows it.
 #[derive(Clone, Debug)]
@@ -42,7 +45,7 @@ pub struct ClusterView {
     /// Number of shards partitions are spread over.
     pub shards: usize,
     /// Config overrides of consumer groups, by group id.
-    pub group_configs: Arc<BTreeMap<String, crate::broker::group_configs::GroupConfigOverrides>>,
+    pub group_configs: Arc<BTreeMap<String, crate::model::group_configs::GroupConfigOverrides>>,
     /// Whether the broker runs in cluster mode (even before its first assignment).
     pub cluster_mode: bool,
     /// The assignment this view follows (cluster mode, once one is accepted).
@@ -84,7 +87,7 @@ impl ClusterView {
     pub fn of_assignment(
         cluster_id: String,
         assignment: Arc<kaas_cluster::view::ClusterView>,
-        defaults: &crate::broker::topic_config::TopicDefaults,
+        defaults: &crate::model::topic_config::TopicDefaults,
     ) -> Self {
         let topics = assignment
             .topics()
@@ -129,7 +132,7 @@ impl ClusterView {
                 return Leadership::Unknown;
             }
             return Leadership::Here {
-                leader_epoch: crate::handlers::STANDALONE_LEADER_EPOCH,
+                leader_epoch: STANDALONE_LEADER_EPOCH,
             };
         };
         let Ok(name) = kaas_cluster::ids::TopicName::new(topic) else {
@@ -148,7 +151,7 @@ impl ClusterView {
     /// The leader epoch of partition `partition` of `topic` (whoever leads it); the standalone
     /// epoch when there is no assignment or it lacks the partition.
     pub fn leader_epoch(&self, topic: &str, partition: i32) -> i32 {
-        let standalone = crate::handlers::STANDALONE_LEADER_EPOCH;
+        let standalone = STANDALONE_LEADER_EPOCH;
         let Some(cluster) = &self.cluster else {
             return standalone;
         };
@@ -201,8 +204,8 @@ pub use kaas_cluster::placement::fnv1a;
 /// FNV-1a of the topic name plus the partition, modulo the shard count; a
 /// `__consumer_offsets` partition belongs to the shard coordinating its groups.
 pub fn owner_shard(topic: &str, partition: i32, shards: usize) -> usize {
-    if crate::groups::offsets_topic::is_offsets_topic(topic) {
-        return crate::groups::offsets_topic::shard_of_partition(partition, shards);
+    if crate::model::offsets_topic::is_offsets_topic(topic) {
+        return crate::model::offsets_topic::shard_of_partition(partition, shards);
     }
     kaas_cluster::placement::owner_shard(topic, partition, shards).0
 }

@@ -5,9 +5,9 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 
-use crate::broker::shard::Shard;
 use crate::handlers;
 use crate::protocol::{Request, RequestHeader, Response};
+use crate::shard::Shard;
 
 /// Whether the broker handles `api_key` (the codec has already gated the version).
 pub fn is_served(api_key: i16, _api_version: i16) -> bool {

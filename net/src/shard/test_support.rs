@@ -11,12 +11,12 @@ use std::sync::Arc;
 use kaas_engine::{LogManager, Storage};
 
 use super::Shard;
-use crate::broker::cluster_view::{ClusterView, ViewHandle};
-use crate::broker::config::BrokerConfig;
-use crate::broker::metrics::ShardMetrics;
-use crate::broker::router::Router;
 use crate::groups::config::GroupConfig;
 use crate::groups::coordinator::GroupCoordinator;
+use crate::model::cluster_view::{ClusterView, ViewHandle};
+use crate::shard::config::BrokerConfig;
+use crate::shard::metrics::ShardMetrics;
+use crate::shard::router::Router;
 
 /// Shard 0 of a broker with `view.shards` shards on `root`, following `view`.
 pub(crate) fn shard_zero(root: &Path, view: ClusterView) -> Rc<Shard> {
@@ -35,7 +35,6 @@ pub(crate) fn shard_zero(root: &Path, view: ClusterView) -> Rc<Shard> {
         view: view.clone(),
         router: Arc::new(router),
         metrics: Arc::new(ShardMetrics::default()),
-        topic_changes: None,
         producer_ids: None,
         groups: Rc::new(GroupCoordinator::new(
             0,

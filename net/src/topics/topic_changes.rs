@@ -3,25 +3,43 @@
 //! cluster broker's [`ClusterTopicChanges`] (it validates, sends the change to the cluster
 //! core's KafkaTopic service and waits until the followed assignment shows it).
 //!
-//! Both live on shard 0 (`Shard::topic_changes`); handlers reach them through
-//! `handlers::with_topic_admin`, so every topic change hops there as before.
+//! Both live on shard 0, in a slot of their own on its thread ([`install_on_this_shard`],
+//! [`on_this_shard`]) rather than in the shard context below this floor; handlers reach them
+//! through `handlers::with_topic_admin`, so every topic change hops there.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::broker::cluster_topic_changes::ClusterTopicChanges;
-use crate::broker::cluster_view::TopicInfo;
-use crate::broker::group_configs::GroupConfigOverrides;
-use crate::broker::shard::Shard;
-use crate::broker::topic_admin::{NewTopic, TopicAdmin, TopicError};
-use crate::broker::topic_config::{InvalidConfig, TopicConfig};
+use crate::model::cluster_view::TopicInfo;
+use crate::model::group_configs::GroupConfigOverrides;
+use crate::model::topic_config::{InvalidConfig, TopicConfig};
 use crate::protocol::{ErrorCode, Uuid};
+use crate::shard::Shard;
+use crate::topics::cluster_topic_changes::ClusterTopicChanges;
+use crate::topics::topic_admin::{NewTopic, TopicAdmin, TopicError};
 
 /// How long a Metadata request that auto-creates a topic waits for it to become visible
 /// before it answers LEADER_NOT_AVAILABLE (as Kafka answers a topic it is still creating), so
 /// the client asks again.
 pub const AUTO_CREATE_WAIT: Duration = Duration::from_secs(5);
+
+thread_local! {
+    /// The topic changes of the shard whose executor runs on this thread (shard 0 only).
+    static ON_THIS_SHARD: RefCell<Option<Rc<TopicChanges>>> = const { RefCell::new(None) };
+}
+
+/// Makes `changes` the topic changes of the shard running on this thread (shard 0, at start;
+/// `None` at shut-down).
+pub fn install_on_this_shard(changes: Option<TopicChanges>) {
+    ON_THIS_SHARD.with(|slot| *slot.borrow_mut() = changes.map(Rc::new));
+}
+
+/// The topic changes of the shard running on this thread, if it has them (shard 0).
+pub fn on_this_shard() -> Option<Rc<TopicChanges>> {
+    ON_THIS_SHARD.with(|slot| slot.borrow().clone())
+}
 
 /// Where topic changes go.
 pub enum TopicChanges {

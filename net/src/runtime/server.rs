@@ -29,22 +29,22 @@ use kaas_engine::compaction::shard_cleaner::ShardCleaner;
 use kaas_engine::data_dir_lock::{DataDirLock, DataDirLockError};
 use kaas_engine::{LogManager, Storage};
 
-use crate::broker::cluster_topic_changes::ClusterTopicChanges;
-use crate::broker::cluster_view::{ClusterView, ViewHandle};
-use crate::broker::config::BrokerConfig;
-use crate::broker::connection;
-use crate::broker::metrics::ShardMetrics;
-use crate::broker::port_guard::{self, PortInUse};
-use crate::broker::producer_expiration;
-use crate::broker::producer_ids::{IdBlockStore, ProducerIdAllocator};
-use crate::broker::router::{Inbox, Router};
-use crate::broker::shard::Shard;
-use crate::broker::takeover_driver;
-use crate::broker::topic_admin::{build_view, TopicAdmin};
-use crate::broker::topic_change_link::TopicChangeLink;
-use crate::broker::topic_changes::TopicChanges;
-use crate::broker::topic_store::{self, TopicsFile};
 use crate::groups::coordinator::GroupCoordinator;
+use crate::model::cluster_view::{ClusterView, ViewHandle};
+use crate::runtime::connection;
+use crate::runtime::port_guard::{self, PortInUse};
+use crate::shard::config::BrokerConfig;
+use crate::shard::metrics::ShardMetrics;
+use crate::shard::producer_expiration;
+use crate::shard::producer_ids::{IdBlockStore, ProducerIdAllocator};
+use crate::shard::router::{Inbox, Router};
+use crate::shard::takeover_driver;
+use crate::shard::Shard;
+use crate::topics::cluster_topic_changes::ClusterTopicChanges;
+use crate::topics::topic_admin::{build_view, TopicAdmin};
+use crate::topics::topic_change_link::TopicChangeLink;
+use crate::topics::topic_changes::{self, TopicChanges};
+use crate::topics::topic_store::{self, TopicsFile};
 
 /// How often each shard runs log maintenance (age rolls, retention, checkpoints).
 const MAINTENANCE_INTERVAL: Duration = Duration::from_secs(1);
@@ -345,12 +345,12 @@ async fn run_shard(start: ShardStart) {
         view,
         router,
         metrics,
-        topic_changes,
         producer_ids,
         open_epochs: Default::default(),
         fenced_closes: Default::default(),
         append_turns: Default::default(),
     });
+    topic_changes::install_on_this_shard(topic_changes);
     if let Some(cluster) = &cluster {
         // Nothing is served until the first assignment is accepted.
         shard.view.publish(ClusterView {
@@ -434,6 +434,7 @@ async fn run_shard(start: ShardStart) {
     if let Err(error) = shard.logs.close_all().await {
         tracing::error!(shard = index, %error, "closing partitions at shut-down");
     }
+    topic_changes::install_on_this_shard(None);
 }
 
 async fn prepare(

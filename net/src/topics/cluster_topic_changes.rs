@@ -19,17 +19,17 @@ use std::time::Duration;
 use kaas_cluster::ids::{TopicId, TopicName};
 use kaas_cluster::topic_change::TopicChange;
 
-use crate::broker::cluster_view::{ClusterView, TopicInfo};
-use crate::broker::shard::Shard;
-use crate::broker::topic_admin::{
+use crate::model::cluster_view::{ClusterView, TopicInfo};
+use crate::model::topic_config::{InvalidConfig, TopicConfig};
+use crate::protocol::{ErrorCode, Uuid};
+use crate::shard::Shard;
+use crate::topics::topic_admin::{
     already_exists, check_added_partitions, check_new_topic, check_partition_range, unknown_topic,
     NewTopic, TopicAdmin, TopicError,
 };
-use crate::broker::topic_change_link::{TopicChangeLink, ANSWER_TIMEOUT};
-use crate::broker::topic_changes::AUTO_CREATE_WAIT;
-use crate::broker::topic_config::{InvalidConfig, TopicConfig};
-use crate::broker::view_wait::{self, Expectation};
-use crate::protocol::{ErrorCode, Uuid};
+use crate::topics::topic_change_link::{TopicChangeLink, ANSWER_TIMEOUT};
+use crate::topics::topic_changes::AUTO_CREATE_WAIT;
+use crate::topics::view_wait::{self, Expectation};
 
 /// How long a config change waits for the view (the APIs carry no timeout).
 const CONFIG_WAIT: Duration = Duration::from_secs(30);
