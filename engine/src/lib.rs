@@ -19,6 +19,7 @@ pub mod leader_epoch;
 pub mod log;
 pub mod log_manager;
 pub mod offset_index;
+pub mod periodic;
 pub mod producer_id_claims;
 pub mod producer_state;
 mod read_ahead;

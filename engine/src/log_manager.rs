@@ -10,9 +10,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_channel::oneshot;
 
@@ -374,21 +372,6 @@ impl LogManager {
                 }
             }
         }
-    }
-
-    /// Runs [`LogManager::maintain`] every `interval` until the manager is dropped.
-    pub fn spawn_maintenance(self: &Rc<Self>, interval: Duration) -> glommio::task::JoinHandle<()> {
-        let manager = Rc::downgrade(self);
-        glommio::spawn_local(async move {
-            loop {
-                glommio::timer::sleep(interval).await;
-                let Some(manager) = manager.upgrade() else {
-                    return;
-                };
-                manager.maintain(now_ms()).await;
-            }
-        })
-        .detach()
     }
 }
 
