@@ -210,12 +210,14 @@ pub enum BatchError {
     },
 }
 
-/// Meaning of the batch's timestamps (`attributes` bit 3).
+/// Which timestamps a batch carries (`attributes` bit 3), and which a log stores
+/// (`message.timestamp.type`, [`crate::LogConfig::timestamp_type`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimestampType {
-    /// Set by the producer.
+    /// Set by the producer; a log of this type keeps the producer's timestamps.
     CreateTime,
-    /// Set by the broker when the batch was appended.
+    /// Set by the broker when the batch was appended; a log of this type stamps the
+    /// broker's clock at append (Kafka's `LogAppendTime`).
     LogAppendTime,
 }
 

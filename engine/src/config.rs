@@ -5,14 +5,9 @@ use std::time::Duration;
 use crate::batch::record_rules::RecordRules;
 use crate::compression::CompressionTarget;
 
-/// Which timestamp a batch carries once stored (`message.timestamp.type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimestampType {
-    /// Keep the producer's timestamps.
-    CreateTime,
-    /// Stamp the broker's clock at append (Kafka's `LogAppendTime`).
-    LogAppendTime,
-}
+/// Which timestamp a batch carries once stored (`message.timestamp.type`): the batch
+/// attribute's type, one enum for both.
+pub use crate::batch::TimestampType;
 
 /// Settings of one partition log. Defaults follow Apache Kafka's.
 #[derive(Clone, Debug)]
