@@ -25,6 +25,7 @@ pub mod producer_state;
 mod read_ahead;
 pub mod record_timestamps;
 mod recovery;
+pub mod reserved_block;
 mod segment;
 mod segment_appender;
 mod segment_reader;
