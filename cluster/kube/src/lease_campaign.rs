@@ -1,55 +1,34 @@
 //! The cluster core's [`LeaseSource`] on the `kaas-controller` Lease: one task on the
-//! core's runtime that watches the Lease, reads it every renew period, acquires it when it
-//! is free or expired, renews it while held, and reports [`LeaseEvent`]s.
+//! core's runtime that carries out [`kaas_cluster::lease::Campaign`]'s decisions. It watches
+//! the Lease (field selector on its name) and feeds each version in as it is delivered, so a
+//! follower's expiry clock starts milliseconds after the holder wrote it and a new holder's
+//! heartbeat endpoint is reported at once; it sleeps until the campaign's next wake-up (the
+//! renew period, or the moment the version last seen becomes free) and ticks it; it performs
+//! the requests the campaign asks for with [`ControllerLease`], bounded by the request
+//! timeout, and feeds their outcomes back; and it reports the campaign's events as
+//! [`LeaseEvent`]s. When the Lease is free, how the renew deadline is chosen and why it is
+//! safe are the campaign's rules, documented in [`kaas_cluster::lease`].
 //!
-//! When the Lease counts as free: it has no holder (never held, or released); or this
-//! broker's own identity holds it (an earlier run of this pod that died without releasing:
-//! a StatefulSet never runs one pod name twice); or its `resourceVersion` has not changed for
-//! the lease duration (the larger of `--lease-duration-ms` and the Lease's own
-//! `leaseDurationSeconds`) as measured on this broker's monotonic clock from when this broker
-//! first saw that version. Expiry is judged by observation, as client-go's leader election
-//! does, not by the holder's `renewTime`, so a skewed wall clock on either side changes
-//! nothing; the price is that a broker that starts while a dead holder's Lease is there
-//! waits one full lease duration.
-//!
-//! Observation is a watch of the Lease (field selector on its name): each version is seen
-//! when the API server delivers it, milliseconds after the holder wrote it, so the expiry
-//! clock starts then rather than at the next renew-period read, and a follower wakes exactly
-//! when the version it saw has gone unchanged for the lease duration ([`Observed::free_at`])
-//! and takes the Lease over at once. The watch also reports a new holder's heartbeat endpoint
-//! the moment it is written, so brokers dial a new controller without waiting for a read. The
-//! renew-period read stays, for a watch that is down or lagging; a version seen by both
-//! keeps the earlier sighting.
-//!
-//! Every acquisition raises `leaseTransitions` (the epoch), a re-acquisition by the same
-//! broker too; a renewal keeps it. The renew deadline reported with `Acquired` and `Renewed`
-//! is `sent + lease duration − renew period` on the monotonic clock, where `sent` is when the
-//! successful request was sent. Why that is safe: another broker takes the Lease over only
-//! with a compare-and-swap on the last version it saw, after that version went unchanged for
-//! a lease duration since it saw it, which is after this broker sent the write that made it;
-//! so no other broker leads before `sent + lease duration`, and the renew period is the
-//! margin for the final rename and for clocks that tick at slightly different rates.
-//! `Acquired` names the holder taken over from when the Lease was taken because it expired
-//! (`expired_holder`): the new controller does not wait for that broker to dial in.
+//! Time enters as the campaign's [`MonotonicTime`]: the time since the task started on the
+//! monotonic clock, converted back to an [`Instant`] exactly for the deadlines reported.
 //!
 //! A failed request is logged (naming the verb and the resource) and tried again at the next
-//! renew period; a holder keeps its term until its deadline (the controller stops writing
-//! then by itself) and resumes writing if a later renewal goes through. A renewal that loses
-//! the compare-and-swap is `Lost`.
-//!
-//! `take_over_above(highest)` re-acquires the held Lease with `leaseTransitions` above
-//! `highest`; `release(epoch)` releases it at once (holder cleared, transitions re-sent) and
-//! then keeps this broker from campaigning for one lease duration, so another broker takes
-//! over without waiting for expiry.
+//! renew period. While a request is in flight nothing else is handled: commands and watch
+//! events wait for its answer. `Acquired` names the holder taken over from when the Lease
+//! was taken because it expired, as a broker id (the pod name's ordinal).
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use futures_util::{Stream, StreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use kaas_cluster::ids::ControllerEpoch;
+use kaas_cluster::lease::{
+    Action, Answer, Campaign, CampaignConfig, Event, Input, MonotonicTime, ObservedLease, Request,
+};
 use kaas_cluster_core::{BoxFuture, LeaseEvent, LeaseSource};
 use kaas_cluster_heartbeat::ControllerEndpoint;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::runtime::WatchStreamExt;
 use tokio::sync::{mpsc, oneshot};
 
@@ -83,14 +62,13 @@ impl CampaignOptions {
         }
     }
 
-    /// The renew deadline of a write sent at `sent`.
-    fn deadline_after(&self, sent: Instant) -> Instant {
-        sent + self.lease_duration.saturating_sub(self.renew_period)
-    }
-
-    /// The longest one request may take before it counts as failed.
-    fn request_timeout(&self) -> Duration {
-        (self.lease_duration / 2).max(Duration::from_secs(1))
+    /// The campaign's side of the options.
+    fn config(&self) -> CampaignConfig {
+        CampaignConfig {
+            identity: self.identity.clone(),
+            lease_duration: self.lease_duration,
+            renew_period: self.renew_period,
+        }
     }
 }
 
@@ -134,25 +112,23 @@ impl LeaseSource for LeaseCampaign {
                     Some(&self.options.lease_name),
                     &context.namespace,
                 );
-                let campaign = Campaign {
+                let origin = Instant::now();
+                let adapter = CampaignAdapter {
                     candidate: Candidate {
                         identity: self.options.identity.clone(),
                         lease_duration: self.options.lease_duration,
                         heartbeat_endpoint: heartbeat.to_string(),
                     },
                     lease,
-                    options: self.options.clone(),
+                    campaign: Campaign::new(self.options.config(), MonotonicTime::default()),
+                    origin,
                     events,
-                    state: State::Following,
-                    observed: None,
-                    quiet_until: None,
                     holder: None,
-                    woken_for: None,
                     errors: ErrorLog::new("controller Lease"),
                     watch_errors: ErrorLog::new("controller Lease watch"),
                     watch_resource: resource,
                 };
-                tokio::spawn(campaign.run(command_receiver, watch));
+                tokio::spawn(adapter.run(command_receiver, watch));
             }
             Err(error) => {
                 tracing::error!(%error, "no Kubernetes client: this broker never campaigns for the controller Lease");
@@ -180,50 +156,16 @@ impl LeaseSource for LeaseCampaign {
     }
 }
 
-enum State {
-    Following,
-    Leading { held: Box<LeaseRecord> },
-}
-
-/// The Lease version last seen and when this broker first saw it (monotonic).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Observed {
-    resource_version: String,
-    since: Instant,
-    /// Its holder (`None`: free).
-    holder: Option<String>,
-    /// How long it must go unchanged to expire: the larger of this broker's lease duration
-    /// and the Lease's own.
-    duration: Duration,
-}
-
-impl Observed {
-    /// When a broker named `identity` may take this version of the Lease: at once when it
-    /// has no holder or `identity` holds it, else once it has gone unchanged for its
-    /// duration since it was first seen.
-    fn free_at(&self, identity: &str) -> Instant {
-        match self.holder.as_deref() {
-            None => self.since,
-            Some(holder) if holder == identity => self.since,
-            Some(_) => self.since + self.duration,
-        }
-    }
-}
-
-struct Campaign {
+/// The campaign and what carries it out.
+struct CampaignAdapter {
     lease: ControllerLease,
     candidate: Candidate,
-    options: CampaignOptions,
+    campaign: Campaign<LeaseRecord>,
+    /// The campaign's time zero.
+    origin: Instant,
     events: mpsc::UnboundedSender<LeaseEvent>,
-    state: State,
-    observed: Option<Observed>,
-    /// After a release: no campaigning before this.
-    quiet_until: Option<Instant>,
     /// The holder endpoint last reported (`None` before the first report).
     holder: Option<Option<ControllerEndpoint>>,
-    /// The version whose [`Observed::free_at`] wake-up already ran a round (one per version,
-    /// so a failed take-over is retried at the renew period, not in a loop).
-    woken_for: Option<String>,
     errors: ErrorLog,
     watch_errors: ErrorLog,
     watch_resource: String,
@@ -234,25 +176,35 @@ struct Campaign {
 fn lease_watch(
     api: kube::Api<Lease>,
     name: &str,
-) -> impl Stream<Item = Result<Event<Lease>, watcher::Error>> + Send + 'static {
+) -> impl Stream<Item = Result<WatchEvent<Lease>, watcher::Error>> + Send + 'static {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     watcher::watcher(api, config).default_backoff()
 }
 
-impl Campaign {
+/// The campaign's view of a Lease read or written; the record rides along for the writes
+/// based on it.
+fn observed(record: LeaseRecord) -> ObservedLease<LeaseRecord> {
+    ObservedLease {
+        resource_version: record.resource_version.clone(),
+        holder: record.holder.clone(),
+        epoch: record.epoch(),
+        duration: record.duration,
+        heartbeat_endpoint: record.heartbeat_endpoint.clone(),
+        body: record,
+    }
+}
+
+impl CampaignAdapter {
     async fn run(
         mut self,
         mut commands: mpsc::UnboundedReceiver<Command>,
-        watch: impl Stream<Item = Result<Event<Lease>, watcher::Error>> + Send + 'static,
+        watch: impl Stream<Item = Result<WatchEvent<Lease>, watcher::Error>> + Send + 'static,
     ) {
-        let mut rounds = tokio::time::interval(self.options.renew_period);
-        rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut watch = Box::pin(watch.fuse());
         loop {
-            let wake = self.wake_at();
-            let wake_instant = wake.as_ref().map(|(at, _)| *at);
-            let expired = async move {
-                match wake_instant {
+            let wake = self.campaign.next_wake().map(|at| self.instant(at));
+            let woken = async move {
+                match wake {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
                     None => std::future::pending().await,
                 }
@@ -260,42 +212,47 @@ impl Campaign {
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
-                    Some(Command::TakeOverAbove(highest)) => self.take_over_above(highest).await,
+                    Some(Command::TakeOverAbove(highest)) => {
+                        if !self.campaign.is_leading() {
+                            tracing::debug!(
+                                highest = highest.0,
+                                "not holding the Lease; nothing to take over"
+                            );
+                        }
+                        self.step(Input::TakeOverAbove(highest)).await;
+                    }
                     Some(Command::Release(epoch, done)) => {
-                        self.release(epoch).await;
+                        self.step(Input::Release(epoch)).await;
                         let _ = done.send(());
                     }
                     // The source was dropped: the core stopped.
                     None => return,
                 },
-                Some(event) = watch.next() => self.watched(event),
-                () = expired => {
-                    self.woken_for = wake.map(|(_, version)| version);
-                    self.round().await;
+                Some(event) = watch.next() => self.watched(event).await,
+                () = woken => {
+                    let actions = self.campaign.tick(self.now());
+                    self.carry_out(actions).await;
                 }
-                _ = rounds.tick() => self.round().await,
             }
         }
     }
 
-    /// When a follower should try for the Lease next, outside the renew-period rounds: when
-    /// the version last seen becomes free (not before a release's quiet time ends), once per
-    /// version; with the version it is for.
-    fn wake_at(&self) -> Option<(Instant, String)> {
-        if matches!(self.state, State::Leading { .. }) {
-            return None;
-        }
-        let observed = self.observed.as_ref()?;
-        if self.woken_for.as_ref() == Some(&observed.resource_version) {
-            return None;
-        }
-        let at = observed.free_at(&self.candidate.identity);
-        let at = self.quiet_until.map_or(at, |quiet| at.max(quiet));
-        Some((at, observed.resource_version.clone()))
+    /// The campaign's reading of the monotonic clock now.
+    fn now(&self) -> MonotonicTime {
+        MonotonicTime(Instant::now().saturating_duration_since(self.origin))
+    }
+
+    fn instant(&self, at: MonotonicTime) -> Instant {
+        self.origin + at.0
+    }
+
+    async fn step(&mut self, input: Input<LeaseRecord>) {
+        let actions = self.campaign.step(self.now(), input);
+        self.carry_out(actions).await;
     }
 
     /// One watch event: a version of the Lease seen now.
-    fn watched(&mut self, event: Result<Event<Lease>, watcher::Error>) {
+    async fn watched(&mut self, event: Result<WatchEvent<Lease>, watcher::Error>) {
         let event = match event {
             Ok(event) => {
                 self.watch_errors.succeeded();
@@ -310,199 +267,102 @@ impl Campaign {
             }
         };
         match event {
-            Event::Apply(lease) | Event::InitApply(lease) => {
+            WatchEvent::Apply(lease) | WatchEvent::InitApply(lease) => {
                 let record = LeaseRecord::from_lease(lease);
-                self.see(&record, Instant::now());
-                self.report_holder(Some(&record));
+                self.step(Input::Watched(observed(record))).await;
             }
-            // Gone: the next round creates it again.
-            Event::Delete(_) => self.report_holder(None),
-            Event::Init | Event::InitDone => {}
+            WatchEvent::Delete(_) => self.step(Input::WatchedDeleted).await,
+            WatchEvent::Init | WatchEvent::InitDone => {}
         }
     }
 
-    async fn round(&mut self) {
-        if let State::Leading { held } = &self.state {
-            let held: LeaseRecord = (**held).clone();
-            let sent = Instant::now();
-            let outcome = request(
-                &mut self.errors,
-                &self.options,
-                ("update", self.lease.resource()),
-                self.lease.renew(&held, &self.candidate),
-            )
-            .await;
-            match outcome {
-                Some(LeaseOutcome::Won(record)) => {
-                    self.see(&record, sent);
-                    self.state = State::Leading {
-                        held: Box::new(record),
-                    };
-                    self.emit(LeaseEvent::Renewed {
-                        renew_deadline: self.options.deadline_after(sent),
-                    });
+    /// Carries out the campaign's actions in order: a request is sent and its outcome fed
+    /// back (which may ask for more) before the next action.
+    async fn carry_out(&mut self, actions: Vec<Action<LeaseRecord>>) {
+        let mut queue = VecDeque::from(actions);
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::Send(request) => {
+                    let answer = self.perform(request).await;
+                    let now = self.now();
+                    queue.extend(self.campaign.step(now, Input::Answer(answer)));
                 }
-                Some(LeaseOutcome::Lost(now)) => self.lost(now),
-                // The deadline stands: the controller stops writing when it passes.
-                None => {}
+                Action::Publish(event) => self.publish(event),
             }
-            return;
-        }
-        let seen_at = Instant::now();
-        let Some(record) = request(
-            &mut self.errors,
-            &self.options,
-            ("get", self.lease.resource()),
-            self.lease.read(),
-        )
-        .await
-        else {
-            return;
-        };
-        if let Some(record) = &record {
-            self.see(record, seen_at);
-            self.report_holder(Some(record));
-        } else {
-            self.report_holder(None);
-        }
-        if self.quiet_until.is_some_and(|until| Instant::now() < until) {
-            return;
-        }
-        self.quiet_until = None;
-        if record.as_ref().is_none_or(|record| self.is_free(record)) {
-            self.acquire(record.as_ref(), ControllerEpoch(0)).await;
         }
     }
 
-    async fn take_over_above(&mut self, highest: ControllerEpoch) {
-        let State::Leading { held } = &self.state else {
-            tracing::debug!(
-                highest = highest.0,
-                "not holding the Lease; nothing to take over"
-            );
-            return;
-        };
-        let held: LeaseRecord = (**held).clone();
-        self.acquire(Some(&held), highest).await;
-    }
-
-    /// Acquires (or, if held, re-acquires) the Lease at an epoch above `observed`'s and
-    /// `floor`.
-    async fn acquire(&mut self, observed: Option<&LeaseRecord>, floor: ControllerEpoch) {
-        // Taken because it expired: its holder has not renewed for a lease duration.
-        let expired_holder = observed
-            .and_then(|record| record.holder.as_deref())
-            .filter(|holder| *holder != self.candidate.identity)
-            .and_then(broker_id_of_pod);
-        let sent = Instant::now();
-        let outcome = request(
-            &mut self.errors,
-            &self.options,
-            ("create or update", self.lease.resource()),
-            self.lease.acquire_above(observed, &self.candidate, floor),
-        )
-        .await;
-        match outcome {
-            Some(LeaseOutcome::Won(record)) => {
-                self.see(&record, sent);
-                let epoch = record.epoch();
-                self.state = State::Leading {
-                    held: Box::new(record.clone()),
+    async fn perform(&mut self, request: Request<LeaseRecord>) -> Answer<LeaseRecord> {
+        let timeout = self.campaign.config().request_timeout();
+        let resource = self.lease.resource();
+        let written = match request {
+            Request::Read => {
+                let read = self.lease.read();
+                return match bounded(&mut self.errors, timeout, ("get", resource), read).await {
+                    Some(record) => Answer::Read(record.map(observed)),
+                    None => Answer::Failed,
                 };
-                self.emit(LeaseEvent::Acquired {
-                    epoch,
-                    renew_deadline: self.options.deadline_after(sent),
-                    expired_holder,
-                });
-                self.report_holder(Some(&record));
             }
-            Some(LeaseOutcome::Lost(now)) => self.lost(now),
-            None => {}
-        }
-    }
-
-    async fn release(&mut self, epoch: ControllerEpoch) {
-        let State::Leading { held } = &self.state else {
-            return;
+            Request::Acquire { base, floor } => {
+                let base = base.map(|base| base.body);
+                let write = self
+                    .lease
+                    .acquire_above(base.as_ref(), &self.candidate, floor);
+                bounded(
+                    &mut self.errors,
+                    timeout,
+                    ("create or update", resource),
+                    write,
+                )
+                .await
+            }
+            Request::Renew { held } => {
+                let write = self.lease.renew(&held.body, &self.candidate);
+                bounded(&mut self.errors, timeout, ("update", resource), write).await
+            }
+            Request::Release { held } => {
+                let write = self.lease.release(&held.body);
+                bounded(&mut self.errors, timeout, ("update", resource), write).await
+            }
         };
-        if held.epoch() != epoch {
-            return;
+        match written {
+            Some(LeaseOutcome::Won(record)) => Answer::Written(observed(record)),
+            Some(LeaseOutcome::Lost(current)) => Answer::Conflict(current.map(observed)),
+            None => Answer::Failed,
         }
-        let held: LeaseRecord = (**held).clone();
-        let sent = Instant::now();
-        self.state = State::Following;
-        self.quiet_until = Some(sent + self.options.lease_duration);
-        match request(
-            &mut self.errors,
-            &self.options,
-            ("update", self.lease.resource()),
-            self.lease.release(&held),
-        )
-        .await
-        {
-            Some(LeaseOutcome::Won(record)) => {
+    }
+
+    fn publish(&mut self, event: Event) {
+        match event {
+            Event::Acquired {
+                epoch,
+                renew_deadline,
+                expired_holder,
+            } => self.emit(LeaseEvent::Acquired {
+                epoch,
+                renew_deadline: self.instant(renew_deadline),
+                expired_holder: expired_holder.as_deref().and_then(broker_id_of_pod),
+            }),
+            Event::Renewed { renew_deadline } => self.emit(LeaseEvent::Renewed {
+                renew_deadline: self.instant(renew_deadline),
+            }),
+            Event::Lost => self.emit(LeaseEvent::Lost),
+            Event::Holder(endpoint) => self.report_holder(endpoint.as_deref()),
+            Event::Released { epoch } => {
                 tracing::info!(epoch = epoch.0, "released the controller Lease");
-                self.see(&record, sent);
-                self.report_holder(Some(&record));
             }
-            Some(LeaseOutcome::Lost(now)) => {
-                if let Some(now) = &now {
-                    self.see(now, sent);
-                }
-                self.report_holder(now.as_ref());
-            }
-            // Not released: it expires on its own after the lease duration.
-            None => {}
         }
-    }
-
-    /// A write lost its compare-and-swap: `now` is the Lease as it is.
-    fn lost(&mut self, now: Option<LeaseRecord>) {
-        if matches!(self.state, State::Leading { .. }) {
-            self.state = State::Following;
-            self.emit(LeaseEvent::Lost);
-        }
-        if let Some(record) = &now {
-            self.see(record, Instant::now());
-        }
-        self.report_holder(now.as_ref());
-    }
-
-    /// Notes `record`'s version: a version not seen before starts its expiry clock at `at`.
-    fn see(&mut self, record: &LeaseRecord, at: Instant) {
-        let unchanged = self
-            .observed
-            .as_ref()
-            .is_some_and(|seen| seen.resource_version == record.resource_version);
-        if !unchanged {
-            self.observed = Some(Observed {
-                resource_version: record.resource_version.clone(),
-                since: at,
-                holder: record.holder.clone(),
-                duration: self.options.lease_duration.max(record.duration),
-            });
-        }
-    }
-
-    fn is_free(&self, record: &LeaseRecord) -> bool {
-        self.observed.as_ref().is_some_and(|seen| {
-            seen.resource_version == record.resource_version
-                && seen.free_at(&self.candidate.identity) <= Instant::now()
-        })
     }
 
     /// Reports the holder's heartbeat endpoint when it changed.
-    fn report_holder(&mut self, record: Option<&LeaseRecord>) {
-        let endpoint = record
-            .filter(|record| record.holder.is_some())
-            .and_then(|record| record.heartbeat_endpoint.as_deref())
-            .and_then(|text| match text.parse::<ControllerEndpoint>() {
-                Ok(endpoint) => Some(endpoint),
-                Err(error) => {
-                    tracing::warn!(%error, "the Lease's heartbeat endpoint is not usable");
-                    None
-                }
-            });
+    fn report_holder(&mut self, endpoint: Option<&str>) {
+        let endpoint = endpoint.and_then(|text| match text.parse::<ControllerEndpoint>() {
+            Ok(endpoint) => Some(endpoint),
+            Err(error) => {
+                tracing::warn!(%error, "the Lease's heartbeat endpoint is not usable");
+                None
+            }
+        });
         if self.holder.as_ref() != Some(&endpoint) {
             self.holder = Some(endpoint.clone());
             self.emit(LeaseEvent::Holder(endpoint));
@@ -517,13 +377,13 @@ impl Campaign {
 
 /// Sends one request, bounded by the request timeout; failures are logged. `verb` and
 /// `resource` name it when it times out (other failures name themselves).
-async fn request<T>(
+async fn bounded<T>(
     errors: &mut ErrorLog,
-    options: &CampaignOptions,
+    timeout: Duration,
     (verb, resource): (&str, String),
     request: impl std::future::Future<Output = Result<T, KubeAdapterError>>,
 ) -> Option<T> {
-    match tokio::time::timeout(options.request_timeout(), request).await {
+    match tokio::time::timeout(timeout, request).await {
         Ok(Ok(answer)) => {
             errors.succeeded();
             Some(answer)
@@ -534,52 +394,9 @@ async fn request<T>(
         }
         Err(_) => {
             errors.failed(&format_args!(
-                "cannot {verb} {resource}: no answer from the API server within {:?}",
-                options.request_timeout(),
+                "cannot {verb} {resource}: no answer from the API server within {timeout:?}",
             ));
             None
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_deadline_leaves_one_renew_period_before_others_may_take_over() {
-        let options =
-            CampaignOptions::new("kaas-0", Duration::from_secs(15), Duration::from_secs(2));
-        let sent = Instant::now();
-        assert_eq!(options.deadline_after(sent), sent + Duration::from_secs(13));
-        assert_eq!(options.request_timeout(), Duration::from_millis(7_500));
-        let short = CampaignOptions::new(
-            "kaas-0",
-            Duration::from_millis(1_000),
-            Duration::from_millis(250),
-        );
-        assert_eq!(
-            short.deadline_after(sent),
-            sent + Duration::from_millis(750)
-        );
-        assert_eq!(short.request_timeout(), Duration::from_secs(1));
-    }
-
-    #[test]
-    fn a_version_held_by_another_is_free_one_duration_after_it_was_first_seen() {
-        let seen = Instant::now();
-        let observed = |holder: Option<&str>| Observed {
-            resource_version: "41".into(),
-            since: seen,
-            holder: holder.map(str::to_owned),
-            duration: Duration::from_secs(15),
-        };
-        assert_eq!(
-            observed(Some("kaas-0")).free_at("kaas-1"),
-            seen + Duration::from_secs(15)
-        );
-        // Free, or this pod's own from an earlier run: at once.
-        assert_eq!(observed(None).free_at("kaas-1"), seen);
-        assert_eq!(observed(Some("kaas-1")).free_at("kaas-1"), seen);
     }
 }
