@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use crate::topic_id::TOPIC_ID_TEXT_LEN;
-pub use crate::topic_id::{TopicId, TopicIdError};
+pub use crate::topic_id::{cluster_id_of, url_safe_base64, TopicId, TopicIdError};
 pub use crate::topic_name::{TopicName, TopicNameError, MAX_TOPIC_NAME_LEN};
 
 /// A broker's id (Kafka's node id; in a StatefulSet the pod's ordinal). Never negative in a

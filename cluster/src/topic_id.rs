@@ -75,19 +75,30 @@ fn sextet(character: char) -> Option<u8> {
 
 impl fmt::Display for TopicId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let bits = u128::from_be_bytes(self.0);
-        let mut text = [0u8; TOPIC_ID_TEXT_LEN];
-        for (index, slot) in text.iter_mut().enumerate() {
+        f.write_str(&url_safe_base64(&self.0))
+    }
+}
+
+/// Kafka's text form of 16 bytes (`Uuid.toString()`): big-endian, URL-safe base64 without
+/// padding, 22 characters. Topic ids, the cluster id and KIP-848 member ids are written so.
+pub fn url_safe_base64(bytes: &[u8; 16]) -> String {
+    let bits = u128::from_be_bytes(*bytes);
+    (0..TOPIC_ID_TEXT_LEN)
+        .map(|index| {
             let value = if index + 1 < TOPIC_ID_TEXT_LEN {
                 (bits >> (122 - 6 * index)) & 63
             } else {
+                // 21 full sextets hold 126 bits; the last character carries the low 2.
                 (bits & 3) << 4
             };
-            *slot = ALPHABET[value as usize];
-        }
-        // Every byte of ALPHABET is ASCII.
-        f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
-    }
+            char::from(ALPHABET[value as usize])
+        })
+        .collect()
+}
+
+/// A new cluster id from 16 random bytes, in Kafka's form (`Uuid.randomUuid().toString()`).
+pub fn cluster_id_of(random: [u8; 16]) -> String {
+    url_safe_base64(&random)
 }
 
 impl fmt::Debug for TopicId {

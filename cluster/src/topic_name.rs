@@ -47,21 +47,23 @@ impl TopicName {
 }
 
 fn validate(name: &str) -> Result<(), TopicNameError> {
+    // Kafka's `Topic.validate` order: empty, `.`/`..`, length (in UTF-16 units, as Java's
+    // `String.length()`), then characters.
     if name.is_empty() {
         return Err(TopicNameError::Empty);
     }
     if name == "." || name == ".." {
         return Err(TopicNameError::DotName);
     }
+    let length = name.encode_utf16().count();
+    if length > MAX_TOPIC_NAME_LEN {
+        return Err(TopicNameError::TooLong(length));
+    }
     if let Some(bad) = name
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
     {
         return Err(TopicNameError::IllegalCharacter(bad));
-    }
-    // Every legal character is one byte, so the byte length is the character count here.
-    if name.len() > MAX_TOPIC_NAME_LEN {
-        return Err(TopicNameError::TooLong(name.len()));
     }
     Ok(())
 }
@@ -111,6 +113,15 @@ mod tests {
         assert_eq!(
             TopicName::new("a b"),
             Err(TopicNameError::IllegalCharacter(' '))
+        );
+        // Kafka checks the length before the characters, counting UTF-16 units.
+        assert_eq!(
+            TopicName::new(&format!("{}/", "x".repeat(249))),
+            Err(TopicNameError::TooLong(250))
+        );
+        assert_eq!(
+            TopicName::new(&"é".repeat(200)),
+            Err(TopicNameError::IllegalCharacter('é'))
         );
     }
 }

@@ -24,7 +24,7 @@ pub fn load_or_create_cluster_id(cluster_dir: &Path) -> io::Result<String> {
         return Ok(id);
     }
     let tmp = cluster_dir.join(format!("{CLUSTER_ID_FILE}.tmp.{}", std::process::id()));
-    let id = TopicId(random_bytes()?).to_string();
+    let id = kaas_cluster::ids::cluster_id_of(random_bytes()?);
     {
         let mut file = fs::File::create(&tmp)?;
         file.write_all(id.as_bytes())?;

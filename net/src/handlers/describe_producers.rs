@@ -9,6 +9,8 @@
 
 use std::rc::Rc;
 
+use kaas_cluster::ids::{TopicName, TopicNameError, MAX_TOPIC_NAME_LEN};
+
 use crate::handlers::error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::describe_producers::{
@@ -19,7 +21,6 @@ use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
 /// Kafka's longest legal topic name.
-const MAX_TOPIC_NAME_LENGTH: usize = 249;
 
 /// Kafka's default message for UNKNOWN_TOPIC_OR_PARTITION.
 const UNKNOWN_TOPIC_MESSAGE: &str = "This server does not host this topic-partition.";
@@ -116,21 +117,15 @@ async fn producers_on_owner(shard: Rc<Shard>, items: Vec<Owned<()>>) -> Vec<(Pos
 
 /// Kafka's `Topic.validate` message for an illegal topic name, or `None` for a legal one.
 fn invalid_topic_message(name: &str) -> Option<String> {
-    let reason = if name.is_empty() {
-        "the empty string is not allowed".to_string()
-    } else if name == "." || name == ".." {
-        format!("'{name}' is not allowed")
-    } else if name.len() > MAX_TOPIC_NAME_LENGTH {
-        format!(
-            "the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
-        )
-    } else if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    {
-        format!("'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'")
-    } else {
-        return None;
+    let reason = match TopicName::new(name).err()? {
+        TopicNameError::Empty => "the empty string is not allowed".to_string(),
+        TopicNameError::DotName => format!("'{name}' is not allowed"),
+        TopicNameError::TooLong(_) => format!(
+            "the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LEN}"
+        ),
+        TopicNameError::IllegalCharacter(_) => format!(
+            "'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+        ),
     };
     Some(format!("Topic name is invalid: {reason}"))
 }

@@ -11,7 +11,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use glommio::sync::Semaphore;
-use kaas_engine::log_manager::{is_legal_topic_name, topic_dir};
+use kaas_engine::log_manager::topic_dir;
 use kaas_engine::{PartitionId, Storage};
 
 use crate::model::cluster_view::{ClusterView, TopicInfo};
@@ -93,7 +93,7 @@ impl TopicAdmin {
 
     /// Checks a topic name as Kafka does.
     pub fn validate_name(name: &str) -> Result<(), TopicError> {
-        if is_legal_topic_name(name) {
+        if kaas_cluster::ids::TopicName::new(name).is_ok() {
             Ok(())
         } else {
             Err(TopicError::new(

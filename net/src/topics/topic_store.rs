@@ -103,18 +103,9 @@ pub async fn save(storage: &Storage, file: &TopicsFile) -> Result<(), TopicStore
     Ok(())
 }
 
-/// A cluster id in Kafka's style: 22 characters of URL-safe base64 of a random UUID.
+/// A new cluster id in Kafka's form (22 characters of URL-safe base64 of random bytes).
 fn new_cluster_id() -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let bytes: [u8; 16] = rand::random();
-    let mut bits: u128 = u128::from_be_bytes(bytes);
-    (0..22)
-        .map(|_| {
-            let c = ALPHABET[(bits & 63) as usize] as char;
-            bits >>= 6;
-            c
-        })
-        .collect()
+    kaas_cluster::ids::cluster_id_of(rand::random())
 }
 
 #[cfg(test)]

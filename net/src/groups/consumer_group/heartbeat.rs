@@ -531,20 +531,5 @@ fn generate_member_id(group_id: &str, now_ms: i64, sequence: u64) -> String {
         z ^= z >> 31;
         chunk.copy_from_slice(&z.to_be_bytes());
     }
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = String::with_capacity(22);
-    let mut bits = 0u32;
-    let mut buffer = 0u32;
-    for byte in bytes {
-        buffer = (buffer << 8) | u32::from(byte);
-        bits += 8;
-        while bits >= 6 {
-            bits -= 6;
-            out.push(char::from(ALPHABET[((buffer >> bits) & 63) as usize]));
-        }
-    }
-    if bits > 0 {
-        out.push(char::from(ALPHABET[((buffer << (6 - bits)) & 63) as usize]));
-    }
-    out
+    kaas_cluster::ids::url_safe_base64(&bytes)
 }
