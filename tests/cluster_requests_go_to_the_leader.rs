@@ -15,7 +15,7 @@ use kaas_net::protocol::messages::find_coordinator::FindCoordinatorRequest;
 use kaas_net::protocol::messages::metadata::MetadataRequest;
 use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
 use kaas_net::protocol::Response;
-use support::cluster::Broker;
+use support::cluster::{file_brokers, start_all};
 use support::WireClient;
 
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
@@ -58,8 +58,7 @@ fn fetch_error(client: &mut WireClient, partition: i32, current_leader_epoch: i3
 fn a_broker_answers_for_what_it_leads_and_points_elsewhere_for_the_rest() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
-    std::fs::create_dir_all(data.join("__cluster")).expect("cluster dir");
-    let mut brokers: Vec<Broker> = (0..2).map(|id| Broker::new(id, &data)).collect();
+    let mut brokers = file_brokers(2, &data);
     let text = format!(
         r#"{{"format": 1, "controller_epoch": 1, "assignment_version": 1,
             "brokers": [{{"id": 0, "host": "127.0.0.1", "port": {}}},
@@ -72,12 +71,7 @@ fn a_broker_answers_for_what_it_leads_and_points_elsewhere_for_the_rest() {
     );
     let assignment = Assignment::from_json(text.as_bytes()).expect("valid");
     kaas_cluster_file::write_assignment(&data.join("__cluster"), &assignment).expect("write");
-    for broker in &mut brokers {
-        broker.start();
-    }
-    for broker in &mut brokers {
-        broker.wait_for_version(1);
-    }
+    start_all(&mut brokers, 1);
     let mut client = WireClient::connect(brokers[0].kafka);
 
     let Response::Metadata(metadata) = client.call(

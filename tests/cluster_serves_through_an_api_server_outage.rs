@@ -18,20 +18,16 @@
 
 mod support;
 
-#[path = "support/kube_cluster.rs"]
-mod kube_cluster;
-#[path = "support/tcp_proxy.rs"]
-mod tcp_proxy;
-
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::BrokerId;
 use kaas_engine::batch::encode_batch_for_tests;
-use kube_cluster::{apiserver, KubeCluster, Reach};
+use kaas_test_support::apiserver;
+use support::kube_cluster::{KubeCluster, Reach};
+use support::tcp_proxy::TcpProxy;
 use support::{fetch_batches, WireClient};
-use tcp_proxy::TcpProxy;
 
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 6;

@@ -29,17 +29,14 @@
 
 mod support;
 
-#[path = "support/kube_cluster.rs"]
-mod kube_cluster;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::BrokerId;
-use kube_cluster::{Endpoint, KubeCluster};
 use support::cluster::{cluster_moves, finish, java_cluster_moves_paced, run, ClientRun};
+use support::kube_cluster::{Endpoint, KubeCluster};
 
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 6;

@@ -5,8 +5,6 @@
 //! answers; `kubectl get kafkatopics` shows it with its id; a KafkaTopic applied with
 //! kubectl appears as a topic; DeleteTopics deletes the resource.
 
-#[path = "../cluster/kube/tests/support/apiserver.rs"]
-mod apiserver;
 mod support;
 
 use std::net::SocketAddr;
@@ -15,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use kaas_net::protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use kaas_net::protocol::Response;
+use kaas_test_support::apiserver;
 use support::{free_port, http_get, WireClient};
 
 const ADMIN: &str = r#"

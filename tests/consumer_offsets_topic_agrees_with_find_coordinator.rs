@@ -25,7 +25,7 @@ use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kaas_net::protocol::{ErrorCode, Response};
-use support::cluster::{endpoint, write_assignment, Broker};
+use support::cluster::{endpoints, file_brokers, start_all, write_assignment};
 use support::WireClient;
 
 const NAME: &str = "__consumer_offsets";
@@ -80,9 +80,8 @@ fn commit_error(client: &mut WireClient, group: &str) -> i16 {
 fn cluster_brokers_never_name_a_consumer_offsets_leader_that_is_not_the_coordinator() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    std::fs::create_dir_all(data.join("__cluster")).expect("data dir");
-    let mut brokers: Vec<Broker> = (0..3).map(|id| Broker::new(id, &data)).collect();
-    let all: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
+    let mut brokers = file_brokers(3, &data);
+    let all = endpoints(&brokers);
     let groups = groups();
     let placed: Vec<(&str, i32)> = groups.iter().map(String::as_str).zip(0..).collect();
     write_assignment(
@@ -93,12 +92,7 @@ fn cluster_brokers_never_name_a_consumer_offsets_leader_that_is_not_the_coordina
         &[(0, 1), (1, 1), (2, 1)],
         &placed,
     );
-    for broker in &mut brokers {
-        broker.start();
-    }
-    for broker in &mut brokers {
-        broker.wait_for_version(1);
-    }
+    start_all(&mut brokers, 1);
 
     for broker in &brokers {
         let mut client = WireClient::connect(broker.kafka);

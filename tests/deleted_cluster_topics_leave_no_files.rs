@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use kaas_engine::batch::encode_batch_for_tests;
-use support::cluster::Broker;
+use support::cluster::{file_brokers, start_all, Broker};
 use support::WireClient;
 
 const TOPIC: &str = "reborn";
@@ -105,16 +105,10 @@ fn a_deleted_topic_goes_from_the_volume_and_comes_back_empty() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
     let cluster = data.join("__cluster");
-    std::fs::create_dir_all(&cluster).expect("cluster dir");
-    let mut brokers: Vec<Broker> = (0..3).map(|id| Broker::new(id, &data)).collect();
+    let mut brokers = file_brokers(3, &data);
     // Partition 0 on broker 0, partition 1 on broker 1; broker 2 leads nothing of it.
     write_assignment(&cluster, 1, &brokers, Some((FIRST_ID, &[0, 1])));
-    for broker in &mut brokers {
-        broker.start();
-    }
-    for broker in &mut brokers {
-        broker.wait_for_version(1);
-    }
+    start_all(&mut brokers, 1);
     let mut leaders = [
         WireClient::connect(brokers[0].kafka),
         WireClient::connect(brokers[1].kafka),

@@ -20,7 +20,9 @@ use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetch
 use kaas_net::protocol::messages::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kaas_net::protocol::Response;
 use std::time::{Duration, Instant};
-use support::cluster::{endpoint, group_whose_fallback_is_broker_1, write_assignment, Broker};
+use support::cluster::{
+    endpoints, file_brokers, group_whose_fallback_is_broker_1, start_all, write_assignment,
+};
 use support::WireClient;
 
 const TOPIC: &str = "moves";
@@ -161,10 +163,9 @@ fn a_classic_group_keeps_its_members_and_offsets_on_its_new_coordinator() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
     let cluster = data.join("__cluster");
-    std::fs::create_dir_all(&cluster).expect("cluster dir");
     let unnamed = group_whose_fallback_is_broker_1("unnamed-mover");
-    let mut brokers: Vec<Broker> = (0..2).map(|id| Broker::new(id, &data)).collect();
-    let endpoints: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
+    let mut brokers = file_brokers(2, &data);
+    let endpoints = endpoints(&brokers);
     write_assignment(
         &cluster,
         1,
@@ -173,12 +174,7 @@ fn a_classic_group_keeps_its_members_and_offsets_on_its_new_coordinator() {
         &[(0, 0)],
         &[(NAMED, 0), (&unnamed, 0)],
     );
-    for broker in &mut brokers {
-        broker.start();
-    }
-    for broker in &mut brokers {
-        broker.wait_for_version(1);
-    }
+    start_all(&mut brokers, 1);
 
     let mut old = WireClient::connect(brokers[0].kafka);
     let mut other = WireClient::connect(brokers[0].kafka);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use kaas_engine::batch::{encode_batch_for_tests, BatchHeader};
 use kaas_net::protocol::messages::produce::ProduceRequest;
 use kaas_net::protocol::{ApiMessage, Response};
-use support::cluster::{endpoint, write_assignment, Broker};
+use support::cluster::{endpoints, file_brokers, start_all, write_assignment, Broker};
 use support::{fetch_batches, produce_request, WireClient};
 
 const TOPIC: &str = "moving";
@@ -90,17 +90,11 @@ fn receive_oldest(
 fn produce_requests_in_flight_on_a_partition_given_up_are_all_answered() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
-    std::fs::create_dir_all(data.join("__cluster")).expect("cluster dir");
-    let mut brokers: Vec<Broker> = (0..2).map(|id| Broker::new(id, &data)).collect();
-    let all: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
+    let mut brokers = file_brokers(2, &data);
+    let all = endpoints(&brokers);
     let cluster_dir = data.join("__cluster");
     write_assignment(&cluster_dir, 1, &all, TOPIC, &[(0, 1)], &[]);
-    for broker in &mut brokers {
-        broker.start();
-    }
-    for broker in &mut brokers {
-        broker.wait_for_version(1);
-    }
+    start_all(&mut brokers, 1);
     let mut sent: HashMap<u32, String> = HashMap::new();
     let first = "first".to_string();
     assert_eq!(produce_acked(&brokers[0], &first), 0);

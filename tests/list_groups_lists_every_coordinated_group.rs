@@ -15,7 +15,9 @@ use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kaas_net::protocol::Response;
-use support::cluster::{endpoint, group_whose_fallback_is_broker_1, write_assignment, Broker};
+use support::cluster::{
+    endpoints, file_brokers, group_whose_fallback_is_broker_1, start_all, write_assignment,
+};
 use support::WireClient;
 
 const TOPIC: &str = "listed";
@@ -78,18 +80,12 @@ fn a_broker_lists_the_groups_it_coordinates_loaded_or_not() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
     let cluster = data.join("__cluster");
-    std::fs::create_dir_all(&cluster).expect("cluster dir");
     let unnamed = group_whose_fallback_is_broker_1("unnamed-listed");
-    let mut brokers: Vec<Broker> = (0..2).map(|id| Broker::new(id, &data)).collect();
-    let endpoints: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
+    let mut brokers = file_brokers(2, &data);
+    let endpoints = endpoints(&brokers);
     let all_on_0 = [(NAMED, 0), (unnamed.as_str(), 0), (STAYS, 0)];
     write_assignment(&cluster, 1, &endpoints, TOPIC, &[(0, 0)], &all_on_0);
-    for broker in &mut brokers {
-        broker.start();
-    }
-    for broker in &mut brokers {
-        broker.wait_for_version(1);
-    }
+    start_all(&mut brokers, 1);
     let mut first = WireClient::connect(brokers[0].kafka);
     for (offset, group) in [NAMED, unnamed.as_str(), STAYS].into_iter().enumerate() {
         commit_on_coordinator(&mut first, group, offset as i64);

@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::cluster::{append_lines, go_cluster_moves, java_cluster_moves, Broker};
+use support::cluster::{
+    append_lines, bootstrap, file_brokers, go_cluster_moves, java_cluster_moves, start_all, Broker,
+};
 
 const TOPIC: &str = "orders";
 const PARTITIONS: usize = 6;
@@ -89,28 +91,18 @@ fn finish(child: Child, what: &str) {
 fn acked_records_and_commits_survive_moves_kills_and_restarts() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    std::fs::create_dir_all(data.join("__cluster")).expect("data dir");
     let acked = dir.path().join("acked.txt");
     let committed = dir.path().join("committed.txt");
     let java_committed = dir.path().join("committed-java.txt");
     let go_committed = dir.path().join("committed-go.txt");
-    let mut brokers: Vec<Broker> = (0..3).map(|id| Broker::new(id, &data)).collect();
-    let bootstrap = brokers
-        .iter()
-        .map(|b| b.kafka.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let mut brokers = file_brokers(3, &data);
+    let bootstrap = bootstrap(&brokers);
     let partitions = PARTITIONS.to_string();
     let started = Instant::now();
 
     let mut leaders: Vec<(i32, i32)> = (0..PARTITIONS as i32).map(|p| (p % 3, 1)).collect();
     write_assignment(&data, &brokers, &[0, 1, 2], 1, &leaders, [0, 1, 2]);
-    for broker in &mut brokers {
-        broker.start();
-    }
-    for broker in &mut brokers {
-        broker.wait_for_version(1);
-    }
+    start_all(&mut brokers, 1);
 
     // Produce with all three clients while partitions and groups move and a broker dies; the
     // Java and franz-go clients consume in their groups meanwhile.

@@ -39,8 +39,8 @@ use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetch
 use kaas_net::protocol::messages::produce::ProduceRequest;
 use kaas_net::protocol::{ApiMessage, Response};
 use support::cluster::{
-    append_lines, cluster_moves, endpoint, finish, java_cluster_moves, lagging_view_dir, run,
-    write_assignment, Broker,
+    append_lines, bootstrap, cluster_moves, endpoints, finish, java_cluster_moves,
+    lagging_view_dir, run, start_all, write_assignment, Broker,
 };
 use support::{produce_request, WireClient};
 
@@ -185,24 +185,15 @@ fn a_paused_leader_that_wakes_up_acknowledges_nothing_and_leaves_no_trace() {
         Broker::new(1, &shared),
         Broker::new(2, &lagging),
     ];
-    let all: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
-    let bootstrap = brokers
-        .iter()
-        .map(|b| b.kafka.to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let all = endpoints(&brokers);
+    let bootstrap = bootstrap(&brokers);
     let partitions = PARTITIONS.to_string();
     let started = Instant::now();
 
     // Version 1: partition p on broker p % 3 at leader epoch 1, the group on broker 2.
     let mut leaders: Vec<(i32, i32)> = (0..PARTITIONS as i32).map(|p| (p % 3, 1)).collect();
     write_both(&[&shared, &lagging], 1, &all, &leaders, 2);
-    for broker in &mut brokers {
-        broker.start();
-    }
-    for broker in &mut brokers {
-        broker.wait_for_version(1);
-    }
+    start_all(&mut brokers, 1);
 
     let mut java = java_cluster_moves(&bootstrap, TOPIC, JAVA_GROUP, 2000);
     let producer = cluster_moves(

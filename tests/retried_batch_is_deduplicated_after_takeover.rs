@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use kaas_engine::batch::encode_batch_for_tests;
 use kaas_net::protocol::messages::init_producer_id::InitProducerIdRequest;
 use kaas_net::protocol::Response;
-use support::cluster::{endpoint, write_assignment, Broker};
+use support::cluster::{endpoints, file_brokers, start_all, write_assignment};
 use support::{fetch_batches, WireClient};
 
 const TOPIC: &str = "payments";
@@ -58,17 +58,11 @@ fn produce_when_open(client: &mut WireClient, records: Vec<u8>) -> (i16, i64) {
 fn a_batch_the_old_leader_acknowledged_is_not_stored_again_by_the_new_one() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
-    std::fs::create_dir_all(data.join("__cluster")).expect("cluster dir");
-    let mut brokers: Vec<Broker> = (0..2).map(|id| Broker::new(id, &data)).collect();
-    let all: Vec<(i32, u16)> = brokers.iter().map(endpoint).collect();
+    let mut brokers = file_brokers(2, &data);
+    let all = endpoints(&brokers);
     let cluster_dir = data.join("__cluster");
     write_assignment(&cluster_dir, 1, &all, TOPIC, &[(0, 1)], &[]);
-    for broker in &mut brokers {
-        broker.start();
-    }
-    for broker in &mut brokers {
-        broker.wait_for_version(1);
-    }
+    start_all(&mut brokers, 1);
 
     let mut old_leader = WireClient::connect(brokers[0].kafka);
     let Response::InitProducerId(init) = old_leader.call(

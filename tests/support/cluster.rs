@@ -282,6 +282,38 @@ pub fn endpoint(broker: &Broker) -> (i32, u16) {
     (broker.id, broker.kafka.port())
 }
 
+/// Every broker's entry in an assignment (see [`endpoint`]).
+pub fn endpoints(brokers: &[Broker]) -> Vec<(i32, u16)> {
+    brokers.iter().map(endpoint).collect()
+}
+
+/// The brokers' Kafka addresses as a client's bootstrap list (`host:port,host:port,...`).
+pub fn bootstrap(brokers: &[Broker]) -> String {
+    brokers
+        .iter()
+        .map(|b| b.kafka.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Brokers `0..count` on the one data directory `data_dir` they share, following its
+/// assignment file; creates `<data_dir>/__cluster`. None is started yet.
+pub fn file_brokers(count: i32, data_dir: &Path) -> Vec<Broker> {
+    std::fs::create_dir_all(data_dir.join("__cluster")).expect("cluster dir");
+    (0..count).map(|id| Broker::new(id, data_dir)).collect()
+}
+
+/// Starts every broker, then waits until each has applied assignment `version` (all are
+/// started before the first wait, so their start-ups overlap).
+pub fn start_all(brokers: &mut [Broker], version: u64) {
+    for broker in brokers.iter_mut() {
+        broker.start();
+    }
+    for broker in brokers.iter_mut() {
+        broker.wait_for_version(version);
+    }
+}
+
 /// Writes `assignment.json` into `cluster_dir` (atomically, with kaas-cluster-file's writer):
 /// assignment `version` of controller epoch 1 with `brokers`, one topic `topic` (a fixed
 /// topic id) whose partition `i` is led by `leaders[i]` = (broker, leader epoch), and

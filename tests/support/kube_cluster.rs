@@ -4,7 +4,7 @@
 //! EndpointSlice and KafkaTopic sources (`--assignment-source kube`) talking to the API server
 //! through `KUBECONFIG` and `POD_NAMESPACE`.
 //!
-//! The API server is the one of `cluster/kube/tests/support/apiserver.rs` (one per test
+//! The API server is the one of `kaas_test_support::apiserver` (one per test
 //! binary); each cluster gets a fresh namespace with the CRDs of `deploy/crds` and the Service
 //! `kaas`'s EndpointSlice, one ready endpoint per broker (`targetRef.name` = the pod name),
 //! which the test edits the way a kubelet would (a broker not ready, or gone; its address is a
@@ -19,9 +19,6 @@
 
 #![allow(dead_code)]
 
-#[path = "../../cluster/kube/tests/support/apiserver.rs"]
-pub mod apiserver;
-
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
@@ -30,6 +27,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kaas_cluster::assignment::Assignment;
+use kaas_test_support::apiserver;
 use kube::api::{Api, Patch, PatchParams};
 
 use crate::support::cluster::Broker;

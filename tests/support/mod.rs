@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod kube_cluster;
+pub mod tcp_proxy;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
