@@ -20,8 +20,6 @@ use crate::protocol::messages::describe_producers::{
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
-/// Kafka's longest legal topic name.
-
 /// Kafka's default message for UNKNOWN_TOPIC_OR_PARTITION.
 const UNKNOWN_TOPIC_MESSAGE: &str = "This server does not host this topic-partition.";
 

@@ -88,21 +88,7 @@ pub struct ProducerIdAllocator {
     reserving: Semaphore,
 }
 
-fn encode(end: i64) -> Vec<u8> {
-    let mut bytes = end.to_be_bytes().to_vec();
-    bytes.extend_from_slice(&crc32fast::hash(&end.to_be_bytes()).to_be_bytes());
-    bytes
-}
-
-fn decode(bytes: &[u8]) -> Option<i64> {
-    let (value, crc) = (bytes.get(..8)?, bytes.get(8..12)?);
-    if bytes.len() != 12 || crc32fast::hash(value).to_be_bytes() != crc {
-        return None;
-    }
-    let mut word = [0u8; 8];
-    word.copy_from_slice(value);
-    Some(i64::from_be_bytes(word))
-}
+use kaas_engine::reserved_block::{decode, encode};
 
 impl ProducerIdAllocator {
     /// Resumes after every block `store` reserved before.

@@ -24,21 +24,7 @@ fn path(partition: i32) -> PathBuf {
     PathBuf::from(DIR).join(partition.to_string())
 }
 
-fn encode(end: i64) -> Vec<u8> {
-    let mut bytes = end.to_be_bytes().to_vec();
-    bytes.extend_from_slice(&crc32fast::hash(&end.to_be_bytes()).to_be_bytes());
-    bytes
-}
-
-fn decode(bytes: &[u8]) -> Option<i64> {
-    let (value, crc) = (bytes.get(..8)?, bytes.get(8..12)?);
-    if bytes.len() != 12 || crc32fast::hash(value).to_be_bytes() != crc {
-        return None;
-    }
-    let mut word = [0u8; 8];
-    word.copy_from_slice(value);
-    Some(i64::from_be_bytes(word))
-}
+use kaas_engine::reserved_block::{decode, encode};
 
 /// The end of the block reserved last (0 when none was).
 pub async fn load(storage: &Storage, partition: i32) -> Result<i64, EngineError> {
