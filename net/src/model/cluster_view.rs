@@ -101,7 +101,7 @@ impl ClusterView {
                 }
                 TopicInfo {
                     name: topic.name.as_arc().clone(),
-                    id: Uuid(topic.id.0),
+                    id: Uuid::from(topic.id),
                     partitions: topic.partitions,
                     log_config: config.log_config(defaults),
                     config,

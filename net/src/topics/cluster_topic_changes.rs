@@ -112,7 +112,7 @@ impl ClusterTopicChanges {
         let id = new_topic_id();
         let info = Arc::new(TopicInfo {
             name: name.as_arc().clone(),
-            id: Uuid(id.0),
+            id: Uuid::from(id),
             partitions,
             log_config: config.log_config(&shard.config.topic_defaults),
             config,

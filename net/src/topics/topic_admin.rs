@@ -17,7 +17,7 @@ use kaas_engine::{PartitionId, Storage};
 use crate::model::cluster_view::{ClusterView, TopicInfo};
 use crate::model::group_configs::GroupConfigOverrides;
 use crate::model::topic_config::{InvalidConfig, TopicConfig};
-use crate::model::uuid_text::{format_uuid, parse_uuid, random_uuid};
+use crate::model::uuid_text::{parse_topic_id, random_uuid, topic_id_text};
 use crate::protocol::{ErrorCode, Uuid};
 use crate::shard::Shard;
 use crate::topics::replica_assignment::{check_replicas, check_topic_assignment};
@@ -146,7 +146,7 @@ impl TopicAdmin {
         }
         let record = TopicRecord {
             name: name.to_string(),
-            id: format_uuid(&random_uuid()),
+            id: topic_id_text(&random_uuid()),
             partitions,
             configs: config,
         };
@@ -172,7 +172,7 @@ impl TopicAdmin {
             return Err(unknown_topic(name));
         };
         let removed = next.topics.remove(position);
-        let id = parse_uuid(&removed.id).unwrap_or(Uuid::NIL);
+        let id = parse_topic_id(&removed.id).unwrap_or(Uuid::NIL);
         self.commit(shard, next).await?;
         self.remove_partition_dirs(shard, name).await;
         let topic = name.to_string();

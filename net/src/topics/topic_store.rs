@@ -1,10 +1,12 @@
 //! `__cluster/topics.json`: the topics of a standalone broker.
 //!
-//! JSON: `{"version": 1, "cluster_id": "...", "topics": [{"name": "...", "id": "<32 hex>",
+//! JSON: `{"version": 1, "cluster_id": "...", "topics": [{"name": "...", "id": "<topic id>",
 //! "partitions": N, "configs": {"retention.ms": "..."}}], "group_configs": {"<group>":
 //! {"consumer.session.timeout.ms": "..."}}}`. `group_configs` (the GROUP config overrides) is
 //! left out while empty, and a file without it reads as no overrides, so files written before
-//! it existed read unchanged. Replaced atomically (temporary
+//! it existed read unchanged. A topic id is written in Kafka's text form (22 characters of
+//! URL-safe base64, as in `assignment.json`); files written before hold 32 lowercase hex
+//! digits, which still read. Replaced atomically (temporary
 //! file, fsync, rename, directory fsync) on every topic change, before the change is
 //! published to the shards or acknowledged to the client. A file that does not parse stops
 //! the broker at start-up rather than silently forgetting topics.
@@ -18,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::cluster_view::TopicInfo;
 use crate::model::group_configs::GroupConfigOverrides;
 use crate::model::topic_config::{TopicConfig, TopicDefaults};
-use crate::model::uuid_text::parse_uuid;
+use crate::model::uuid_text::parse_topic_id;
 
 /// Path of the file relative to the data directory.
 pub const TOPICS_FILE: &str = "__cluster/topics.json";
@@ -42,7 +44,7 @@ pub struct TopicsFile {
 pub struct TopicRecord {
     /// Topic name.
     pub name: String,
-    /// Topic id as 32 lower-case hex digits.
+    /// Topic id in Kafka's text form (older files: 32 lowercase hex digits).
     pub id: String,
     /// Partition count.
     pub partitions: i32,
@@ -65,7 +67,7 @@ pub enum TopicStoreError {
 impl TopicRecord {
     /// The topic as the cluster view holds it.
     pub fn to_info(&self, defaults: &TopicDefaults) -> Result<TopicInfo, TopicStoreError> {
-        let id = parse_uuid(&self.id)
+        let id = parse_topic_id(&self.id)
             .ok_or_else(|| TopicStoreError::Malformed(format!("bad topic id {}", self.id)))?;
         Ok(TopicInfo {
             name: self.name.as_str().into(),
@@ -111,7 +113,7 @@ fn new_cluster_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::uuid_text::{format_uuid, random_uuid};
+    use crate::model::uuid_text::{random_uuid, topic_id_text};
 
     #[test]
     fn file_round_trip() {
@@ -120,7 +122,7 @@ mod tests {
             cluster_id: new_cluster_id(),
             topics: vec![TopicRecord {
                 name: "t".into(),
-                id: format_uuid(&random_uuid()),
+                id: topic_id_text(&random_uuid()),
                 partitions: 3,
                 configs: TopicConfig::from_pairs([("retention.ms", Some("1000"))]).expect("valid"),
             }],
