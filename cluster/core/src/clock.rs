@@ -1,7 +1,7 @@
 //! The controller's monotonic clock: milliseconds since the core started, from
 //! `std::time::Instant` (never the wall clock, which may jump).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kaas_cluster::controller::MonotonicMillis;
 
@@ -22,6 +22,11 @@ impl Clock {
         MonotonicMillis(u64::try_from(millis).unwrap_or(u64::MAX))
     }
 
+    /// The `Instant` of `millis` on the controller's clock.
+    pub(crate) fn instant(&self, millis: MonotonicMillis) -> Instant {
+        self.origin + Duration::from_millis(millis.0)
+    }
+
     /// Now on the controller's clock.
     pub(crate) fn now(&self) -> MonotonicMillis {
         self.at(Instant::now())
@@ -31,7 +36,6 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn instants_become_millis_since_the_origin() {
@@ -41,6 +45,10 @@ mod tests {
         assert_eq!(
             clock.at(origin + Duration::from_millis(2_500)),
             MonotonicMillis(2_500)
+        );
+        assert_eq!(
+            clock.instant(MonotonicMillis(2_500)),
+            origin + Duration::from_millis(2_500)
         );
         let later = Clock::new(origin + Duration::from_secs(1));
         assert_eq!(later.at(origin), MonotonicMillis(0), "saturates");

@@ -4,6 +4,11 @@
 //! order given, feeding their answers (`VolumeRead`, `EpochRecorded`, `AssignmentWritten`,
 //! ...) back before it takes the next outside input.
 //!
+//! The heartbeat server reports pings and closed streams only; a broker that goes silent on
+//! an open stream is aged out by the controller, which names the moment
+//! ([`Controller::next_wake`]): the loop sleeps until then and feeds `Wake`, so the controller
+//! acts on the age-out at once rather than at the next tick.
+//!
 //! The volume's writes (a few `fsync`s) run inline on the core's thread: actions must be
 //! carried out in order, and the pause they cause the heartbeat tasks on the same thread is
 //! milliseconds against a 1 s ping interval. Failed writes are not retried here: the
@@ -11,7 +16,7 @@
 //! at the next tick, and until it succeeds the controller does not lead.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kaas_cluster::controller::{Action, Controller, Input};
 use kaas_cluster::ids::{BrokerId, ControllerEpoch, TopicName};
@@ -94,6 +99,9 @@ impl ControllerLoop {
         let mut applied_poll = tokio::time::interval(APPLIED_POLL);
         applied_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            // Asked again on every turn: each ping moves it.
+            let wake = self.controller.next_wake();
+            let wake_at = wake.map(|at| self.clock.instant(at));
             tokio::select! {
                 biased;
                 _ = &mut stop => break,
@@ -109,6 +117,13 @@ impl ControllerLoop {
                     self.feed(Input::TopicsChanged(topics)).await;
                 }
                 _ = tick.tick() => self.tick().await,
+                _ = sleep_until(wake_at), if wake_at.is_some() => {
+                    // Fed at the named time (the sleep may end a little late, never early).
+                    if let Some(at) = wake {
+                        let now = self.clock.now().max(at);
+                        self.feed_at(now, Input::Wake).await;
+                    }
+                }
                 _ = applied_poll.tick() => self.broker.refresh_applied(),
             }
         }
@@ -250,7 +265,9 @@ impl ControllerLoop {
                 }
             }
             Action::PushAssignmentChanged { epoch, version } => {
-                self.server.push_assignment_changed(version, epoch);
+                let connected = self.controller.connected();
+                self.server
+                    .push_assignment_changed(version, epoch, &connected);
             }
             Action::MirrorAssignment(assignment) => match self.mirror.as_mut() {
                 // Fire-and-forget: the sink sends it (and logs its failures) on its own.
@@ -288,5 +305,13 @@ impl ControllerLoop {
                 tracing::error!(%error, "no assignment could be computed; the last one stays");
             }
         }
+    }
+}
+
+/// Sleeps until `at` (forever without one; the branch is disabled then anyway).
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }

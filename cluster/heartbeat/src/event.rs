@@ -1,6 +1,7 @@
 //! What the heartbeat server tells its consumer (the controller state machine of
-//! `kaas-cluster`): plain data, in the order it happened for each broker, each stamped with
-//! the monotonic time the server saw it.
+//! `kaas-cluster`): the pings it received and the streams that ended, as plain data, in the
+//! order it happened for each broker, each stamped with the monotonic time the server saw
+//! it. Whether a broker is alive is not said here: the controller decides.
 
 use std::time::Instant;
 
@@ -10,7 +11,7 @@ use kaas_cluster::ids::{
     AssignmentVersion, BrokerId, ControllerEpoch, LeaderEpoch, TopicPartition,
 };
 
-/// A connected broker as its last ping described it.
+/// A broker with an open stream, as its last ping described it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrokerStatus {
     /// The broker and its advertised Kafka endpoint.
@@ -24,35 +25,23 @@ pub struct BrokerStatus {
     pub last_ping: Instant,
 }
 
-/// Why a broker left the connected set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Departure {
-    /// Its stream ended or broke (the process exited, the connection reset, or its pings
-    /// became malformed): reported at once.
-    StreamClosed,
-    /// Its stream stayed open but no ping came for the configured number of intervals (a
-    /// paused process, a partitioned host).
-    AgedOut,
-}
-
-/// One change in the set of connected brokers, or a ping.
+/// What the server saw of one broker: a ping or the end of its stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HeartbeatEvent {
-    /// The broker's first ping on a stream, or its first ping after it aged out. A broker that
-    /// opens a new stream while its old one is still open (it restarted before the old
-    /// connection was noticed dead) joins again: the new stream replaces the old one, and no
-    /// departure is reported for the old one.
+    /// The broker's first ping on a stream. A broker that opens a new stream while its old
+    /// one is still open (it restarted before the old connection was noticed dead) joins
+    /// again: the new stream replaces the old one, and no end is reported for the old one.
     Joined(BrokerStatus),
-    /// A later ping. Pings that change nothing and come less than half an interval after the
-    /// last reported one are not reported (they still keep the broker alive), so a client
-    /// pinging too fast cannot flood the consumer.
+    /// A later ping. A ping less than half an interval after the last reported one is held
+    /// back and reported (the latest of them, with its own time) by a tick half an interval
+    /// after that report, so a client pinging too fast cannot flood the consumer.
     Pinged(BrokerStatus),
-    /// The broker left the connected set.
-    Departed {
+    /// The broker's stream ended or broke (the process exited, the connection reset, or its
+    /// pings became malformed): reported at once. A stream that stays open but silent (a
+    /// paused process, a partitioned host) makes no event: aging it out is the controller's.
+    StreamClosed {
         /// The broker.
         broker: BrokerId,
-        /// Why.
-        reason: Departure,
         /// When the server noticed (monotonic).
         at: Instant,
     },
@@ -63,7 +52,7 @@ impl HeartbeatEvent {
     pub fn broker(&self) -> BrokerId {
         match self {
             HeartbeatEvent::Joined(status) | HeartbeatEvent::Pinged(status) => status.broker.id,
-            HeartbeatEvent::Departed { broker, .. } => *broker,
+            HeartbeatEvent::StreamClosed { broker, .. } => *broker,
         }
     }
 }
@@ -82,15 +71,14 @@ impl BrokerStatus {
 
 impl HeartbeatEvent {
     /// The controller state machine's input for this event (`Controller::step` takes it with
-    /// the event's time): a join or ping is a `Heartbeat`, a departure of either kind is a
-    /// `StreamClosed` (the controller also ages brokers out by its own clock; a stream that
-    /// stays silent is gone for it either way).
+    /// the event's time): a join or ping is a `Heartbeat`, a closed stream a `StreamClosed`.
+    /// Whether a silent broker is gone the controller decides by its own clock.
     pub fn to_controller_input(&self) -> Input {
         match self {
             HeartbeatEvent::Joined(status) | HeartbeatEvent::Pinged(status) => {
                 Input::Heartbeat(status.to_heartbeat())
             }
-            HeartbeatEvent::Departed { broker, .. } => Input::StreamClosed { broker: *broker },
+            HeartbeatEvent::StreamClosed { broker, .. } => Input::StreamClosed { broker: *broker },
         }
     }
 
@@ -98,7 +86,7 @@ impl HeartbeatEvent {
     pub fn at(&self) -> Instant {
         match self {
             HeartbeatEvent::Joined(status) | HeartbeatEvent::Pinged(status) => status.last_ping,
-            HeartbeatEvent::Departed { at, .. } => *at,
+            HeartbeatEvent::StreamClosed { at, .. } => *at,
         }
     }
 }
@@ -154,19 +142,16 @@ mod tests {
                 fenced: Vec::new(),
             }
         );
-        for reason in [Departure::StreamClosed, Departure::AgedOut] {
-            let departed = HeartbeatEvent::Departed {
-                broker: BrokerId(2),
-                reason,
-                at: now,
-            };
-            assert_eq!(
-                departed.to_controller_input(),
-                Input::StreamClosed {
-                    broker: BrokerId(2)
-                }
-            );
-            assert_eq!(departed.at(), now);
-        }
+        let closed = HeartbeatEvent::StreamClosed {
+            broker: BrokerId(2),
+            at: now,
+        };
+        assert_eq!(
+            closed.to_controller_input(),
+            Input::StreamClosed {
+                broker: BrokerId(2)
+            }
+        );
+        assert_eq!(closed.at(), now);
     }
 }

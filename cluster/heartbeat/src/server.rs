@@ -1,21 +1,22 @@
 //! The controller's side: a tonic server for `Heartbeat.Session` on `--heartbeat-listen`,
-//! the [`BrokerRegistry`](crate::registry::BrokerRegistry) behind a mutex, a ticker that ages
-//! silent brokers out, and the push of `ASSIGNMENT_CHANGED` to every connected stream.
+//! the [`StreamRegistry`](crate::stream_registry::StreamRegistry) behind a mutex, a ticker
+//! that reports pings held back, and the push of `ASSIGNMENT_CHANGED` to the streams of the
+//! brokers the controller names.
 //!
 //! Tasks (all on the tokio runtime that called [`HeartbeatServer::bind`]): the tonic server,
 //! one reader per stream, and the ticker. Events are sent while the registry's lock is held,
-//! on an unbounded channel, so they reach the consumer in the order the registry decided them
+//! on an unbounded channel, so they reach the consumer in the order the registry saw them
 //! and a slow consumer never stalls a stream; the registry's reporting rules bound them to
 //! about two per ping interval per broker.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use kaas_cluster::ids::{AssignmentVersion, ControllerEpoch};
+use kaas_cluster::ids::{AssignmentVersion, BrokerId, ControllerEpoch};
 use kaas_proto::heartbeat::controller_message::Kind;
 use kaas_proto::heartbeat::heartbeat_server::{Heartbeat, HeartbeatServer as HeartbeatService};
 use kaas_proto::heartbeat::{AssignmentChanged, BrokerPing, ControllerMessage};
@@ -27,7 +28,7 @@ use tonic::{Request, Response, Status, Streaming};
 use crate::error::HeartbeatError;
 use crate::event::{BrokerStatus, HeartbeatEvent};
 use crate::ping::Ping;
-use crate::registry::{BrokerRegistry, StreamId};
+use crate::stream_registry::{StreamId, StreamRegistry};
 
 /// The largest message a broker may send: a ping is under 300 bytes, plus about 260 per
 /// fenced partition it reports.
@@ -40,27 +41,22 @@ const MAX_STREAMS_PER_CONNECTION: u32 = 4;
 /// How long [`HeartbeatServer::shutdown`] waits for connections to close before cutting them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
-/// How the server judges pings.
+/// The server's timing. Whether a broker is alive is not among it: that is the
+/// controller's `ControllerConfig::age_out_ms`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServerOptions {
-    /// How often brokers ping (1 s).
+    /// How often brokers ping (1 s): pings closer than half of it are reported together.
     pub ping_interval: Duration,
-    /// A broker with no ping for this many intervals ages out (3).
-    pub missed_pings: u32,
+    /// A stream that sends no first ping within this long is closed (3 s).
+    pub first_ping_within: Duration,
 }
 
 impl Default for ServerOptions {
     fn default() -> Self {
         ServerOptions {
             ping_interval: Duration::from_secs(1),
-            missed_pings: 3,
+            first_ping_within: Duration::from_secs(3),
         }
-    }
-}
-
-impl ServerOptions {
-    fn age_out_after(&self) -> Duration {
-        self.ping_interval * self.missed_pings.max(1)
     }
 }
 
@@ -95,13 +91,13 @@ impl HeartbeatServer {
         let (events, receiver) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                registry: BrokerRegistry::new(options.ping_interval, options.age_out_after()),
+                registry: StreamRegistry::new(options.ping_interval),
                 streams: HashMap::new(),
                 stopped: false,
             }),
             events,
             next_stream: AtomicU64::new(1),
-            first_ping_within: options.age_out_after(),
+            first_ping_within: options.first_ping_within,
         });
         let service = HeartbeatService::new(SessionService {
             shared: shared.clone(),
@@ -113,7 +109,7 @@ impl HeartbeatServer {
             let result = tonic::transport::Server::builder()
                 .tcp_nodelay(true)
                 .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION)
-                // Collects connections whose peer vanished without a FIN; the registry ages
+                // Collects connections whose peer vanished without a FIN; the controller ages
                 // their brokers out long before this fires.
                 .http2_keepalive_interval(Some((keepalive * 5).max(Duration::from_secs(5))))
                 .http2_keepalive_timeout(Some((keepalive * 10).max(Duration::from_secs(10))))
@@ -156,18 +152,21 @@ impl HeartbeatServer {
         self.local_addr
     }
 
-    /// The connected brokers (those not aged out), by id.
-    pub fn connected(&self) -> Vec<BrokerStatus> {
-        self.shared.lock().registry.connected()
+    /// The brokers with an open stream, by id, as their last ping described them (a silent
+    /// one included: whether it is alive is the controller's call).
+    pub fn brokers(&self) -> Vec<BrokerStatus> {
+        self.shared.lock().registry.brokers()
     }
 
-    /// Sends `ASSIGNMENT_CHANGED` to every connected broker's stream. Returns how many
-    /// streams it was queued on (a stream whose queue is full misses it; its broker's file
-    /// poll picks the assignment up within a second).
+    /// Sends `ASSIGNMENT_CHANGED` to the streams of `brokers` (the controller's connected
+    /// brokers; those without an open stream are skipped). Returns how many streams it was
+    /// queued on (a stream whose queue is full misses it; its broker's file poll picks the
+    /// assignment up within a second).
     pub fn push_assignment_changed(
         &self,
         version: AssignmentVersion,
         controller_epoch: ControllerEpoch,
+        brokers: &BTreeSet<BrokerId>,
     ) -> usize {
         let message = ControllerMessage {
             kind: Some(Kind::AssignmentChanged(AssignmentChanged {
@@ -177,7 +176,7 @@ impl HeartbeatServer {
         };
         let state = self.shared.lock();
         let mut queued = 0;
-        for stream in state.registry.connected_streams() {
+        for stream in state.registry.streams_of(brokers) {
             if let Some(handle) = state.streams.get(&stream) {
                 match handle.outbound.try_send(Ok(message)) {
                     Ok(()) => queued += 1,
@@ -191,7 +190,7 @@ impl HeartbeatServer {
         queued
     }
 
-    /// Stops accepting, ends every stream (reporting no departures: the registry goes away
+    /// Stops accepting, ends every stream (reporting no stream ends: the registry goes away
     /// with the server) and waits up to two seconds for the connections to close.
     pub async fn shutdown(mut self) {
         self.stop_now();
@@ -236,7 +235,7 @@ struct Shared {
 }
 
 struct State {
-    registry: BrokerRegistry,
+    registry: StreamRegistry,
     streams: HashMap<StreamId, StreamHandle>,
     stopped: bool,
 }
@@ -400,20 +399,19 @@ async fn read_pings(
 mod tests {
     use super::*;
     use kaas_cluster::assignment::BrokerEndpoint;
-    use kaas_cluster::ids::BrokerId;
 
     fn shared() -> (Arc<Shared>, mpsc::UnboundedReceiver<HeartbeatEvent>) {
         let options = ServerOptions::default();
         let (events, receiver) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                registry: BrokerRegistry::new(options.ping_interval, options.age_out_after()),
+                registry: StreamRegistry::new(options.ping_interval),
                 streams: HashMap::new(),
                 stopped: false,
             }),
             events,
             next_stream: AtomicU64::new(1),
-            first_ping_within: options.age_out_after(),
+            first_ping_within: options.first_ping_within,
         });
         (shared, receiver)
     }
@@ -447,14 +445,15 @@ mod tests {
         assert!(!shared.lock().streams.contains_key(&old));
         let late = shared.ping(old, &ping).expect_err("the old stream is gone");
         assert_eq!(late.code(), tonic::Code::Aborted);
-        assert_eq!(shared.lock().registry.connected_streams(), vec![new]);
+        let broker: BTreeSet<BrokerId> = [BrokerId(1)].into();
+        assert_eq!(shared.lock().registry.streams_of(&broker), vec![new]);
         let joins = std::iter::from_fn(|| events.try_recv().ok())
             .filter(|event| matches!(event, HeartbeatEvent::Joined(_)))
             .count();
         assert_eq!(joins, 2);
-        // Its reader then ends: no departure, the broker stays on the new stream.
+        // Its reader then ends: no stream end reported, the broker stays on the new stream.
         shared.stream_closed(old);
         assert!(events.try_recv().is_err());
-        assert_eq!(shared.lock().registry.connected().len(), 1);
+        assert_eq!(shared.lock().registry.brokers().len(), 1);
     }
 }

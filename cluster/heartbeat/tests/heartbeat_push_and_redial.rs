@@ -1,14 +1,14 @@
 //! The push and the client's redialing over real tonic on loopback: ASSIGNMENT_CHANGED reaches
-//! every connected broker, clients dial again after the controller's server restarts, wait
+//! every connected broker it names and no other, clients dial again after the controller's server restarts, wait
 //! while no endpoint is known, and move at once to a new endpoint.
 
 mod support;
 
 use kaas_cluster::ids::{AssignmentVersion, BrokerId, ControllerEpoch};
 use kaas_cluster_heartbeat::{
-    AssignmentChangedNotice, ClientState, Departure, HeartbeatClient, HeartbeatEvent,
-    HeartbeatServer,
+    AssignmentChangedNotice, ClientState, HeartbeatClient, HeartbeatEvent, HeartbeatServer,
 };
+use std::collections::BTreeSet;
 use std::time::Duration;
 use support::*;
 use tokio::sync::mpsc;
@@ -18,8 +18,8 @@ fn loopback() -> std::net::SocketAddr {
 }
 
 #[tokio::test]
-async fn assignment_changed_reaches_every_connected_broker() {
-    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(1000))
+async fn assignment_changed_reaches_every_named_connected_broker() {
+    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options())
         .await
         .expect("bind");
     let endpoint = endpoint_of(server.local_addr());
@@ -45,8 +45,10 @@ async fn assignment_changed_reaches_every_connected_broker() {
     }
     joined.sort();
     assert_eq!(joined, vec![BrokerId(0), BrokerId(1), BrokerId(2)]);
+    let named: BTreeSet<BrokerId> = joined.iter().copied().collect();
     for version in [5, 6] {
-        let queued = server.push_assignment_changed(AssignmentVersion(version), ControllerEpoch(2));
+        let queued =
+            server.push_assignment_changed(AssignmentVersion(version), ControllerEpoch(2), &named);
         assert_eq!(queued, 3);
         for receiver in &mut notices {
             let notice = tokio::time::timeout(PATIENCE, receiver.recv())
@@ -62,6 +64,17 @@ async fn assignment_changed_reaches_every_connected_broker() {
             );
         }
     }
+    // Only the named brokers' streams get it; a named broker with no stream is skipped.
+    let some: BTreeSet<BrokerId> = [BrokerId(1), BrokerId(9)].into();
+    let queued = server.push_assignment_changed(AssignmentVersion(7), ControllerEpoch(2), &some);
+    assert_eq!(queued, 1);
+    let notice = tokio::time::timeout(PATIENCE, notices[1].recv())
+        .await
+        .expect("a notice in time")
+        .expect("a notice");
+    assert_eq!(notice.version, AssignmentVersion(7));
+    assert!(notices[0].try_recv().is_err());
+    assert!(notices[2].try_recv().is_err());
     for client in clients {
         client.stop().await;
     }
@@ -74,7 +87,7 @@ async fn rebind(
 ) -> (HeartbeatServer, mpsc::UnboundedReceiver<HeartbeatEvent>) {
     let deadline = tokio::time::Instant::now() + PATIENCE;
     loop {
-        match HeartbeatServer::bind(address, server_options(1000)).await {
+        match HeartbeatServer::bind(address, server_options()).await {
             Ok(bound) => return bound,
             Err(error) if tokio::time::Instant::now() < deadline => {
                 eprintln!("rebinding {address}: {error}; retrying");
@@ -87,7 +100,7 @@ async fn rebind(
 
 #[tokio::test]
 async fn clients_redial_after_the_server_restarts() {
-    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options(1000))
+    let (server, mut events) = HeartbeatServer::bind(loopback(), server_options())
         .await
         .expect("bind");
     let address = server.local_addr();
@@ -126,10 +139,10 @@ async fn clients_redial_after_the_server_restarts() {
 
 #[tokio::test]
 async fn a_client_waits_for_an_endpoint_and_moves_at_once_to_a_new_one() {
-    let (first, mut first_events) = HeartbeatServer::bind(loopback(), server_options(1000))
+    let (first, mut first_events) = HeartbeatServer::bind(loopback(), server_options())
         .await
         .expect("bind");
-    let (second, mut second_events) = HeartbeatServer::bind(loopback(), server_options(1000))
+    let (second, mut second_events) = HeartbeatServer::bind(loopback(), server_options())
         .await
         .expect("bind");
     let client = HeartbeatClient::spawn(broker(1), None, client_options(), |_| {});
@@ -142,9 +155,8 @@ async fn a_client_waits_for_an_endpoint_and_moves_at_once_to_a_new_one() {
     ));
     client.set_controller(Some(endpoint_of(second.local_addr())));
     match next_change(&mut first_events).await {
-        HeartbeatEvent::Departed { broker, reason, .. } => {
+        HeartbeatEvent::StreamClosed { broker, .. } => {
             assert_eq!(broker, BrokerId(1));
-            assert_eq!(reason, Departure::StreamClosed);
         }
         other => panic!("expected a departure from the old controller, got {other:?}"),
     }
@@ -155,10 +167,7 @@ async fn a_client_waits_for_an_endpoint_and_moves_at_once_to_a_new_one() {
     client.set_controller(None);
     assert!(matches!(
         next_change(&mut second_events).await,
-        HeartbeatEvent::Departed {
-            reason: Departure::StreamClosed,
-            ..
-        }
+        HeartbeatEvent::StreamClosed { .. }
     ));
     wait_for_state(&mut state, |s| *s == ClientState::Waiting).await;
     client.stop().await;

@@ -77,7 +77,8 @@ pub enum Input {
     /// A broker's ping arrived.
     Heartbeat(Heartbeat),
     /// A broker's heartbeat stream broke or ended: it is gone at once. (The heartbeat
-    /// server's `Departed` events, aged out or closed, both map here.)
+    /// server's `StreamClosed` event; a stream that stays open but silent is aged out here,
+    /// by the controller's own clock.)
     StreamClosed {
         /// The broker.
         broker: BrokerId,
@@ -102,6 +103,10 @@ pub enum Input {
     },
     /// Time passed (the adapter ticks every 2 s and also whenever it likes).
     Tick,
+    /// The time [`super::Controller::next_wake`] named has come: brokers whose last ping is
+    /// now too old leave the alive set, and the controller acts on it at once instead of at
+    /// the next tick. Unlike [`Input::Tick`] it retries nothing.
+    Wake,
     /// The broker is shutting down (SIGTERM).
     Shutdown,
 }

@@ -21,8 +21,9 @@
 //!    it says what the file on the volume says, to stamp `E` into it.
 //! 4. **Leading.** It computes again on every input that changes what it decides from
 //!    (the alive set, topics, groups, a fenced partition a broker reports, another
-//!    controller's file on the volume) and writes when the result differs. Ticks age brokers
-//!    out; a closed stream removes its broker at once.
+//!    controller's file on the volume) and writes when the result differs. A broker ages
+//!    out by the controller's clock (the adapter wakes it at [`Controller::next_wake`]); a
+//!    closed stream removes its broker at once.
 //! 5. It stops on [`Input::LeaseLost`], on [`Input::Shutdown`] ([`Action::ReleaseLease`]),
 //!    and when it sees a higher controller epoch, on the volume or in a heartbeat
 //!    ([`Action::SteppedDown`] and [`Action::ReleaseLease`]).
@@ -39,7 +40,9 @@
 //! - **Alive** ([`alive`]): EndpointSlice-ready ∩ heartbeat-connected, with the fallback to
 //!   the connected set alone exactly while that intersection is empty. A broker is connected
 //!   while its stream is open and its last ping is at most [`ControllerConfig::age_out_ms`]
-//!   old. No assignment is ever computed with no alive broker.
+//!   old ([`registry`]: the only place that judges a broker alive; the heartbeat server
+//!   reports pings and stream ends and decides nothing). No assignment is ever computed with
+//!   no alive broker.
 //! - **Leader epochs** come from the balancer's per-controller-epoch ranges
 //!   ([`crate::balancer::leader_epochs`]): a deposed controller that writes one more file
 //!   cannot reuse an epoch this one gives, and this one's leaders win every claim race. The
@@ -177,6 +180,8 @@ impl Controller {
                     leading.tick();
                 }
             }
+            // Nothing to do but look at the alive set again, below.
+            Input::Wake => {}
             Input::Shutdown => {
                 if let Some(term) = self.term.take() {
                     actions.push(Action::ReleaseLease { epoch: term.epoch });
@@ -214,6 +219,20 @@ impl Controller {
     pub fn alive(&self) -> (BTreeMap<BrokerId, BrokerEndpoint>, bool) {
         let connected = self.registry.connected(self.now, self.config.age_out_ms);
         alive::alive_set(self.ready.as_ref(), connected)
+    }
+
+    /// The connected brokers now (stream open, last ping at most the age-out period old):
+    /// the brokers to push `ASSIGNMENT_CHANGED` to.
+    pub fn connected(&self) -> BTreeSet<BrokerId> {
+        self.registry
+            .connected_ids(self.now, self.config.age_out_ms)
+    }
+
+    /// When to feed [`Input::Wake`] next: the first moment a connected broker ages out
+    /// unless it pings before. `None` while no broker is connected. Changes with every ping,
+    /// so an adapter asks again after each step.
+    pub fn next_wake(&self) -> Option<MonotonicMillis> {
+        self.registry.next_age_out(self.now, self.config.age_out_ms)
     }
 
     fn leading_mut(&mut self) -> Option<&mut Leading> {

@@ -2,8 +2,11 @@
 //! it last pinged (by the controller's clock, so broker clocks never matter), whether its
 //! stream is still open, and what it reports.
 //!
-//! A broker is *connected* while its stream is open and its last ping is at most the age-out
-//! period old. A closed stream disconnects at once; a ping after that (a new stream)
+//! This is the one place that decides whether a broker is alive; the heartbeat server only
+//! reports the pings it receives and the streams that end. A broker is *connected* while its
+//! stream is open and its last ping is at most the age-out period old (at exactly the
+//! age-out period it is still connected; one millisecond later it is not). A closed stream
+//! disconnects at once; a ping after that (a new stream, or the same one after a silence)
 //! reconnects. Pings with an endpoint no client could use (empty host, port 0) or a negative
 //! id are ignored, so one confused broker cannot make every assignment invalid.
 
@@ -75,6 +78,16 @@ impl BrokerRegistry {
             .collect()
     }
 
+    /// When the next connected broker ages out unless it pings first: the first millisecond
+    /// at which [`BrokerRegistry::connected`] no longer counts it.
+    pub fn next_age_out(&self, now: MonotonicMillis, age_out_ms: u64) -> Option<MonotonicMillis> {
+        self.entries
+            .values()
+            .filter(|e| e.stream_open && e.last_ping.plus(age_out_ms) >= now)
+            .map(|e| e.last_ping.plus(age_out_ms).plus(1))
+            .min()
+    }
+
     /// The ids of the connected brokers at `now`.
     pub fn connected_ids(&self, now: MonotonicMillis, age_out_ms: u64) -> BTreeSet<BrokerId> {
         self.connected(now, age_out_ms).into_keys().collect()
@@ -137,5 +150,34 @@ mod tests {
             registry.highest_applied_version(),
             Some(AssignmentVersion(1))
         );
+    }
+
+    #[test]
+    fn silence_ages_out_once_and_a_later_ping_rejoins() {
+        let mut registry = BrokerRegistry::default();
+        let age_out = 3_000;
+        let ids = |r: &BrokerRegistry, now| r.connected_ids(MonotonicMillis(now), age_out);
+        let wake = |r: &BrokerRegistry, now| r.next_age_out(MonotonicMillis(now), age_out);
+        registry.ping(MonotonicMillis(1_000), ping(0, "a"));
+        registry.ping(MonotonicMillis(1_000), ping(1, "b"));
+        registry.ping(MonotonicMillis(3_000), ping(1, "b"));
+        assert_eq!(ids(&registry, 3_000), [BrokerId(0), BrokerId(1)].into());
+        // Broker 0 ages out one millisecond past the age-out period, and the registry says
+        // when: the wake-up an adapter sets.
+        assert_eq!(wake(&registry, 3_000), Some(MonotonicMillis(4_001)));
+        assert_eq!(ids(&registry, 4_000), [BrokerId(0), BrokerId(1)].into());
+        assert_eq!(ids(&registry, 4_001), [BrokerId(1)].into());
+        assert_eq!(ids(&registry, 5_000), [BrokerId(1)].into());
+        assert_eq!(wake(&registry, 4_001), Some(MonotonicMillis(6_001)));
+        assert_eq!(ids(&registry, 6_001), BTreeSet::new());
+        assert_eq!(wake(&registry, 6_001), None);
+        assert_eq!(ids(&registry, 10_000), BTreeSet::new());
+        // A ping on the same stream after the silence: connected again.
+        registry.ping(MonotonicMillis(11_000), ping(0, "a"));
+        assert_eq!(ids(&registry, 11_000), [BrokerId(0)].into());
+        // An aged-out broker whose stream then closes had left already.
+        registry.stream_closed(BrokerId(1));
+        assert_eq!(ids(&registry, 11_000), [BrokerId(0)].into());
+        assert_eq!(wake(&registry, 11_000), Some(MonotonicMillis(14_001)));
     }
 }

@@ -292,6 +292,48 @@ fn a_closed_stream_is_a_departure_at_once_and_silence_ages_a_broker_out() {
 }
 
 #[test]
+fn a_wake_at_the_named_time_acts_on_an_age_out_at_once_and_retries_nothing() {
+    let mut harness = Harness::new();
+    let first = harness.win(1, None);
+    let start = harness.now;
+    harness.at(start + 1_000, ping(0, None));
+    harness.at(start + 1_500, ping(1, None));
+    // Broker 2 pinged last at `start`: it is the next to age out.
+    assert_eq!(
+        harness.controller.next_wake(),
+        Some(MonotonicMillis(start + 3_001))
+    );
+    assert_eq!(
+        harness.controller.connected(),
+        [BrokerId(0), BrokerId(1), BrokerId(2)].into()
+    );
+    // A failed write waits for a tick; a wake does not retry it.
+    harness.feed(Input::AssignmentNotWritten {
+        version: first.version(),
+    });
+    assert!(writes(&harness.at(start + 3_000, Input::Wake)).is_empty());
+    let second = writes(&harness.at(start + 3_001, Input::Wake));
+    assert_eq!(second.len(), 1);
+    assert_eq!(
+        second[0].brokers().keys().copied().collect::<Vec<_>>(),
+        [BrokerId(0), BrokerId(1)]
+    );
+    assert_eq!(
+        harness.controller.connected(),
+        [BrokerId(0), BrokerId(1)].into()
+    );
+    assert_eq!(
+        harness.controller.next_wake(),
+        Some(MonotonicMillis(start + 4_001))
+    );
+    harness.at(start + 4_001, Input::Wake);
+    assert_eq!(
+        harness.controller.next_wake(),
+        Some(MonotonicMillis(start + 4_501))
+    );
+}
+
+#[test]
 fn the_fallback_is_the_connected_set_while_no_ready_broker_is_connected() {
     let mut controller = Controller::new(ControllerConfig::default());
     let now = MonotonicMillis(5);

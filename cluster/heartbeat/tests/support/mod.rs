@@ -25,12 +25,11 @@ pub fn broker(id: i32) -> BrokerEndpoint {
     }
 }
 
-/// Pings every 200 ms; aging out after `missed_pings` of them (5 at least where a test must
-/// not see a healthy broker age out on a busy machine).
-pub fn server_options(missed_pings: u32) -> ServerOptions {
+/// Pings every 200 ms; a stream must send its first ping within 1 s.
+pub fn server_options() -> ServerOptions {
     ServerOptions {
         ping_interval: Duration::from_millis(200),
-        missed_pings,
+        first_ping_within: Duration::from_secs(1),
     }
 }
 

@@ -1,27 +1,29 @@
-//! The controller's registry of connected brokers: which stream each broker is on, its last
-//! ping, and whether it has aged out. Pure logic (time is an argument), so the rules are unit
-//! tested without a network; `server.rs` holds it behind a mutex and turns its answers into
-//! events and stream closings.
+//! The server's table of open streams: which stream each broker is on and its last ping.
+//! Pure logic (time is an argument), so the rules are unit tested without a network;
+//! `server.rs` holds it behind a mutex and turns its answers into events and stream closings.
+//!
+//! It does not judge whether a broker is alive: a stream that stays open but silent stays in
+//! the table, and the controller (`kaas-cluster`'s `controller::registry`) ages its broker out
+//! by its own clock from the pings reported to it.
 //!
 //! Rules:
 //! - one stream per broker; a new stream from a broker replaces its old one (the old one is
 //!   then closed by the server), because a broker that restarted dials again before its old
 //!   connection is noticed dead;
 //! - every ping on a stream must name the broker the first one named;
-//! - a stream that ends is a departure at once, unless it had been replaced or had aged out
-//!   already (each departure is reported once);
-//! - a broker whose last ping is older than the age-out time has departed, though its stream
-//!   stays open: a ping on it later is a join;
-//! - a ping less than half an interval after the last reported one is not reported (it still
-//!   keeps the broker alive); if it changed the broker's status, the next tick reports that.
+//! - a stream that ends is reported at once, unless it had been replaced (each end is
+//!   reported once);
+//! - a ping less than half an interval after the last reported one is not reported at once;
+//!   the next tick at least half an interval after that report reports the latest such ping,
+//!   with its content and time.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use kaas_cluster::ids::BrokerId;
 
 use crate::error::PingRefused;
-use crate::event::{BrokerStatus, Departure, HeartbeatEvent};
+use crate::event::{BrokerStatus, HeartbeatEvent};
 use crate::ping::Ping;
 
 /// One stream, numbered by the server in the order streams opened.
@@ -31,7 +33,7 @@ pub struct StreamId(pub u64);
 /// What a ping did.
 #[derive(Debug, PartialEq, Eq)]
 pub struct PingOutcome {
-    /// The event to report, if any (see [`HeartbeatEvent::Pinged`] for the ones left out).
+    /// The event to report, if any (see [`HeartbeatEvent::Pinged`] for the ones held back).
     pub event: Option<HeartbeatEvent>,
     /// A stream of the same broker that this ping's stream replaced: the server closes it.
     pub replaced: Option<StreamId>,
@@ -43,28 +45,23 @@ struct Entry {
     status: BrokerStatus,
     /// When the last reported event about this broker (join or ping) was made.
     last_reported: Instant,
-    /// A ping changed the status but was not reported (it came too soon after the last
-    /// report); the next tick reports it.
+    /// A ping came too soon after the last report to be reported; the next tick reports it.
     unreported: bool,
-    aged_out: bool,
 }
 
-/// The registry. See the module doc for its rules.
+/// The table. See the module doc for its rules.
 #[derive(Debug)]
-pub struct BrokerRegistry {
+pub struct StreamRegistry {
     ping_interval: Duration,
-    age_out_after: Duration,
     brokers: BTreeMap<BrokerId, Entry>,
     stream_broker: HashMap<StreamId, BrokerId>,
 }
 
-impl BrokerRegistry {
-    /// A registry for pings every `ping_interval`, aging brokers out after `age_out_after`
-    /// without one.
-    pub fn new(ping_interval: Duration, age_out_after: Duration) -> Self {
-        BrokerRegistry {
+impl StreamRegistry {
+    /// A table for pings every `ping_interval`.
+    pub fn new(ping_interval: Duration) -> Self {
+        StreamRegistry {
             ping_interval,
-            age_out_after,
             brokers: BTreeMap::new(),
             stream_broker: HashMap::new(),
         }
@@ -95,16 +92,9 @@ impl BrokerRegistry {
         let mut replaced = None;
         let joined = match self.brokers.get_mut(&id) {
             Some(entry) if entry.stream == stream => {
-                let changed = entry.status.broker != status.broker
-                    || entry.status.applied != status.applied
-                    || entry.status.fenced != status.fenced;
-                let rejoin = entry.aged_out;
                 entry.status = status.clone();
-                entry.aged_out = false;
-                if !rejoin
-                    && now.saturating_duration_since(entry.last_reported) < self.ping_interval / 2
-                {
-                    entry.unreported |= changed;
+                if now.saturating_duration_since(entry.last_reported) < self.ping_interval / 2 {
+                    entry.unreported = true;
                     return Ok(PingOutcome {
                         event: None,
                         replaced: None,
@@ -112,7 +102,7 @@ impl BrokerRegistry {
                 }
                 entry.last_reported = now;
                 entry.unreported = false;
-                rejoin
+                false
             }
             Some(entry) => {
                 replaced = Some(entry.stream);
@@ -130,7 +120,6 @@ impl BrokerRegistry {
                     status: status.clone(),
                     last_reported: now,
                     unreported: false,
-                    aged_out: false,
                 },
             );
         }
@@ -147,31 +136,19 @@ impl BrokerRegistry {
     /// `stream` ended at `now` (however it ended).
     pub fn stream_closed(&mut self, stream: StreamId, now: Instant) -> Option<HeartbeatEvent> {
         let id = self.stream_broker.remove(&stream)?;
-        let entry = self.brokers.remove(&id)?;
-        (!entry.aged_out).then_some(HeartbeatEvent::Departed {
+        self.brokers.remove(&id)?;
+        Some(HeartbeatEvent::StreamClosed {
             broker: id,
-            reason: Departure::StreamClosed,
             at: now,
         })
     }
 
-    /// Called a few times per ping interval: ages out every broker whose last ping is older
-    /// than the age-out time at `now`, and reports the changes that pings too close together
-    /// left unreported.
+    /// Called a few times per ping interval: reports the pings that came too close to the
+    /// last report to be reported then, once half an interval has passed since it.
     pub fn tick(&mut self, now: Instant) -> Vec<HeartbeatEvent> {
         let mut events = Vec::new();
-        for (id, entry) in &mut self.brokers {
-            if entry.aged_out {
-                continue;
-            }
-            if now.saturating_duration_since(entry.status.last_ping) >= self.age_out_after {
-                entry.aged_out = true;
-                events.push(HeartbeatEvent::Departed {
-                    broker: *id,
-                    reason: Departure::AgedOut,
-                    at: now,
-                });
-            } else if entry.unreported
+        for entry in self.brokers.values_mut() {
+            if entry.unreported
                 && now.saturating_duration_since(entry.last_reported) >= self.ping_interval / 2
             {
                 entry.unreported = false;
@@ -182,20 +159,19 @@ impl BrokerRegistry {
         events
     }
 
-    /// The connected brokers (not aged out), by id.
-    pub fn connected(&self) -> Vec<BrokerStatus> {
+    /// The brokers with an open stream, by id, as their last ping described them.
+    pub fn brokers(&self) -> Vec<BrokerStatus> {
         self.brokers
             .values()
-            .filter(|entry| !entry.aged_out)
             .map(|entry| entry.status.clone())
             .collect()
     }
 
-    /// The streams of connected brokers (not aged out), to push to.
-    pub fn connected_streams(&self) -> Vec<StreamId> {
-        self.brokers
-            .values()
-            .filter(|entry| !entry.aged_out)
+    /// The streams of `brokers` (those of them with an open stream), to push to.
+    pub fn streams_of(&self, brokers: &BTreeSet<BrokerId>) -> Vec<StreamId> {
+        brokers
+            .iter()
+            .filter_map(|id| self.brokers.get(id))
             .map(|entry| entry.stream)
             .collect()
     }
@@ -225,15 +201,19 @@ mod tests {
         match outcome.event {
             Some(HeartbeatEvent::Joined(_)) => "joined",
             Some(HeartbeatEvent::Pinged(_)) => "pinged",
-            Some(HeartbeatEvent::Departed { .. }) => "departed",
+            Some(HeartbeatEvent::StreamClosed { .. }) => "closed",
             None => "quiet",
         }
     }
 
+    fn all(brokers: &[i32]) -> BTreeSet<BrokerId> {
+        brokers.iter().map(|id| BrokerId(*id)).collect()
+    }
+
     #[test]
-    fn first_ping_joins_later_ones_ping_and_a_close_departs_once() {
+    fn first_ping_joins_later_ones_ping_and_a_close_is_reported_once() {
         let t0 = Instant::now();
-        let mut registry = BrokerRegistry::new(SECOND, 3 * SECOND);
+        let mut registry = StreamRegistry::new(SECOND);
         let s = StreamId(1);
         let first = registry.ping(s, ping(0, 0), t0).expect("valid");
         assert_eq!(kind(&first), "joined");
@@ -249,23 +229,22 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(registry.connected().len(), 1);
+        assert_eq!(registry.brokers().len(), 1);
         assert_eq!(
             registry.stream_closed(s, t0 + 2 * SECOND),
-            Some(HeartbeatEvent::Departed {
+            Some(HeartbeatEvent::StreamClosed {
                 broker: BrokerId(0),
-                reason: Departure::StreamClosed,
                 at: t0 + 2 * SECOND,
             })
         );
         assert_eq!(registry.stream_closed(s, t0 + 3 * SECOND), None);
-        assert!(registry.connected().is_empty());
+        assert!(registry.brokers().is_empty());
     }
 
     #[test]
     fn a_stream_cannot_change_broker() {
         let t0 = Instant::now();
-        let mut registry = BrokerRegistry::new(SECOND, 3 * SECOND);
+        let mut registry = StreamRegistry::new(SECOND);
         registry.ping(StreamId(1), ping(0, 0), t0).expect("valid");
         assert_eq!(
             registry.ping(StreamId(1), ping(1, 0), t0),
@@ -274,59 +253,43 @@ mod tests {
     }
 
     #[test]
-    fn a_new_stream_replaces_the_old_one_without_a_departure() {
+    fn a_new_stream_replaces_the_old_one_without_a_close() {
         let t0 = Instant::now();
-        let mut registry = BrokerRegistry::new(SECOND, 3 * SECOND);
+        let mut registry = StreamRegistry::new(SECOND);
         registry.ping(StreamId(1), ping(2, 5), t0).expect("valid");
         let again = registry.ping(StreamId(2), ping(2, 0), t0).expect("valid");
         assert_eq!(kind(&again), "joined");
         assert_eq!(again.replaced, Some(StreamId(1)));
         assert_eq!(registry.stream_closed(StreamId(1), t0), None);
-        assert_eq!(registry.connected_streams(), vec![StreamId(2)]);
+        assert_eq!(registry.streams_of(&all(&[2])), vec![StreamId(2)]);
         assert!(registry.stream_closed(StreamId(2), t0).is_some());
     }
 
     #[test]
-    fn silence_ages_out_once_and_a_later_ping_rejoins() {
+    fn silence_is_not_judged_here_and_a_later_ping_is_a_ping() {
         let t0 = Instant::now();
-        let mut registry = BrokerRegistry::new(SECOND, 3 * SECOND);
+        let mut registry = StreamRegistry::new(SECOND);
         registry.ping(StreamId(1), ping(0, 0), t0).expect("valid");
         registry.ping(StreamId(2), ping(1, 0), t0).expect("valid");
-        registry
-            .ping(StreamId(2), ping(1, 0), t0 + 2 * SECOND)
-            .expect("valid");
-        assert!(registry.tick(t0 + 2 * SECOND).is_empty());
-        let aged = registry.tick(t0 + 3 * SECOND);
+        // Whether a silent broker is gone is the controller's call: the table reports
+        // nothing and keeps its stream.
+        assert!(registry.tick(t0 + 60 * SECOND).is_empty());
+        assert_eq!(registry.brokers().len(), 2);
         assert_eq!(
-            aged,
-            vec![HeartbeatEvent::Departed {
-                broker: BrokerId(0),
-                reason: Departure::AgedOut,
-                at: t0 + 3 * SECOND,
-            }]
+            registry.streams_of(&all(&[0, 1, 7])),
+            vec![StreamId(1), StreamId(2)]
         );
-        assert!(registry.tick(t0 + 4 * SECOND).is_empty());
-        let aged: Vec<BrokerId> = registry
-            .tick(t0 + 5 * SECOND)
-            .iter()
-            .map(HeartbeatEvent::broker)
-            .collect();
-        assert_eq!(aged, vec![BrokerId(1)]);
-        assert!(registry.tick(t0 + 9 * SECOND).is_empty());
-        assert!(registry.connected().is_empty());
+        assert_eq!(registry.streams_of(&all(&[1])), vec![StreamId(2)]);
         let back = registry
-            .ping(StreamId(1), ping(0, 0), t0 + 10 * SECOND)
+            .ping(StreamId(1), ping(0, 0), t0 + 61 * SECOND)
             .expect("valid");
-        assert_eq!(kind(&back), "joined");
-        assert_eq!(registry.connected_streams(), vec![StreamId(1)]);
-        // An aged-out broker whose stream then closes has departed already.
-        assert_eq!(registry.stream_closed(StreamId(2), t0 + 10 * SECOND), None);
+        assert_eq!(kind(&back), "pinged");
     }
 
     #[test]
     fn pings_closer_than_half_an_interval_are_reported_by_the_next_tick() {
         let t0 = Instant::now();
-        let mut registry = BrokerRegistry::new(SECOND, 3 * SECOND);
+        let mut registry = StreamRegistry::new(SECOND);
         let s = StreamId(1);
         registry.ping(s, ping(0, 1), t0).expect("valid");
         let fast = Duration::from_millis(100);
@@ -334,8 +297,13 @@ mod tests {
             kind(&registry.ping(s, ping(0, 1), t0 + fast).expect("valid")),
             "quiet"
         );
-        // A quiet ping still keeps the broker alive.
-        assert!(registry.tick(t0 + 3 * SECOND - fast).is_empty());
+        // A quiet ping still reaches the controller, with its time, so it keeps the broker
+        // alive there.
+        assert!(registry.tick(t0 + 3 * fast).is_empty());
+        match registry.tick(t0 + SECOND / 2).as_slice() {
+            [HeartbeatEvent::Pinged(status)] => assert_eq!(status.last_ping, t0 + fast),
+            other => panic!("{other:?}"),
+        }
         let later = t0 + 3 * SECOND - fast;
         assert_eq!(
             kind(&registry.ping(s, ping(0, 1), later).expect("valid")),
