@@ -133,6 +133,10 @@ impl Harness {
     }
 
     fn start_in(dir: tempfile::TempDir, cluster: PathBuf) -> Harness {
+        Self::start_ticking(dir, cluster, Duration::from_millis(200))
+    }
+
+    fn start_ticking(dir: tempfile::TempDir, cluster: PathBuf, tick: Duration) -> Harness {
         let (lease, lease_events) = mpsc::unbounded_channel();
         let (endpoints, endpoint_events) = mpsc::unbounded_channel();
         let (topics, topic_events) = mpsc::unbounded_channel();
@@ -155,7 +159,7 @@ impl Harness {
             "127.0.0.1:0".parse().expect("address"),
             "127.0.0.1",
         );
-        options.tick = Duration::from_millis(200);
+        options.tick = tick;
         let core = ClusterCore::spawn(
             options,
             Sources {
@@ -355,6 +359,38 @@ fn a_win_writes_a_file_the_follower_accepts_and_a_departure_moves_its_partitions
         harness.log.lock().expect("log").released,
         vec![ControllerEpoch(1)]
     );
+}
+
+#[test]
+fn a_silent_broker_on_an_open_stream_ages_out_by_the_controllers_clock() {
+    // Ticks ten minutes apart (the first at start-up), and the heartbeat server reports no
+    // age-out (the silent broker's stream stays open throughout): the controller ages it out
+    // by its own clock, woken at the age-out (or by the next ping of broker 0's own client).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = dir.path().join("__cluster");
+    let mut harness = Harness::start_ticking(dir, cluster, Duration::from_secs(600));
+    harness.topics(&[("orders", 4)]);
+    harness.ready(&[0, 1]);
+    harness.win(1, far());
+    let broker_1 = harness.other_broker(1);
+    let both = harness.accept_until("led by brokers 0 and 1", |a| {
+        led_by(a) == BTreeSet::from([0, 1])
+    });
+    broker_1.set_pings_paused(true);
+    let after = harness.accept_until("led by broker 0 alone", |a| {
+        led_by(a) == BTreeSet::from([0])
+    });
+    assert!(after.version() > both.version());
+    assert!(!after.brokers().contains_key(&BrokerId(1)));
+    assert!(
+        matches!(
+            *broker_1.state().borrow(),
+            kaas_cluster_heartbeat::ClientState::Connected { .. }
+        ),
+        "the silent broker's stream stayed open"
+    );
+    harness.others.block_on(broker_1.stop());
+    harness.shutdown();
 }
 
 #[test]
