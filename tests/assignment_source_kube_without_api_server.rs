@@ -80,7 +80,7 @@ fn a_cluster_broker_without_an_api_server_stops_and_names_the_request() {
         "and the flag: {stderr}"
     );
     assert!(
-        !data.join("__cluster").exists(),
+        !kaas_volume::cluster_dir(&data).exists(),
         "stopped before the broker touched the volume"
     );
 }
@@ -99,5 +99,5 @@ fn a_cluster_broker_without_a_client_configuration_says_so() {
         stderr.contains("--assignment-source file"),
         "and the way to run without Kubernetes: {stderr}"
     );
-    assert!(!data.join("__cluster").exists());
+    assert!(!kaas_volume::cluster_dir(&data).exists());
 }

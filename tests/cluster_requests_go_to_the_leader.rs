@@ -70,7 +70,8 @@ fn a_broker_answers_for_what_it_leads_and_points_elsewhere_for_the_rest() {
         brokers[1].kafka.port()
     );
     let assignment = Assignment::from_json(text.as_bytes()).expect("valid");
-    kaas_cluster_file::write_assignment(&data.join("__cluster"), &assignment).expect("write");
+    kaas_cluster_file::write_assignment(&kaas_volume::cluster_dir(&data), &assignment)
+        .expect("write");
     start_all(&mut brokers, 1);
     let mut client = WireClient::connect(brokers[0].kafka);
 

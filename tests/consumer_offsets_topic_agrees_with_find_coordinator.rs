@@ -85,7 +85,7 @@ fn cluster_brokers_never_name_a_consumer_offsets_leader_that_is_not_the_coordina
     let groups = groups();
     let placed: Vec<(&str, i32)> = groups.iter().map(String::as_str).zip(0..).collect();
     write_assignment(
-        &data.join("__cluster"),
+        &kaas_volume::cluster_dir(&data),
         1,
         &all,
         TOPIC,

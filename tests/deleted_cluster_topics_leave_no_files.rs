@@ -104,7 +104,7 @@ fn topic_files(data: &Path) -> Vec<String> {
 fn a_deleted_topic_goes_from_the_volume_and_comes_back_empty() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
-    let cluster = data.join("__cluster");
+    let cluster = kaas_volume::cluster_dir(&data);
     let mut brokers = file_brokers(3, &data);
     // Partition 0 on broker 0, partition 1 on broker 1; broker 2 leads nothing of it.
     write_assignment(&cluster, 1, &brokers, Some((FIRST_ID, &[0, 1])));

@@ -162,7 +162,7 @@ fn first_real_answer(mut attempt: impl FnMut() -> i16) -> i16 {
 fn a_classic_group_keeps_its_members_and_offsets_on_its_new_coordinator() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
-    let cluster = data.join("__cluster");
+    let cluster = kaas_volume::cluster_dir(&data);
     let unnamed = group_whose_fallback_is_broker_1("unnamed-mover");
     let mut brokers = file_brokers(2, &data);
     let endpoints = endpoints(&brokers);

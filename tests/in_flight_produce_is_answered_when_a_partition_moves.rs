@@ -92,7 +92,7 @@ fn produce_requests_in_flight_on_a_partition_given_up_are_all_answered() {
     let data = dir.path().to_path_buf();
     let mut brokers = file_brokers(2, &data);
     let all = endpoints(&brokers);
-    let cluster_dir = data.join("__cluster");
+    let cluster_dir = kaas_volume::cluster_dir(&data);
     write_assignment(&cluster_dir, 1, &all, TOPIC, &[(0, 1)], &[]);
     start_all(&mut brokers, 1);
     let mut sent: HashMap<u32, String> = HashMap::new();

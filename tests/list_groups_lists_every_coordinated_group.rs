@@ -79,7 +79,7 @@ fn commit_on_coordinator(client: &mut WireClient, group: &str, offset: i64) {
 fn a_broker_lists_the_groups_it_coordinates_loaded_or_not() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
-    let cluster = data.join("__cluster");
+    let cluster = kaas_volume::cluster_dir(&data);
     let unnamed = group_whose_fallback_is_broker_1("unnamed-listed");
     let mut brokers = file_brokers(2, &data);
     let endpoints = endpoints(&brokers);

@@ -50,7 +50,7 @@ fn write_assignment(
     let groups = [GROUP, JAVA_GROUP, GO_GROUP];
     let groups: Vec<(&str, i32)> = groups.into_iter().zip(coordinators).collect();
     support::cluster::write_assignment(
-        &data_dir.join("__cluster"),
+        &kaas_volume::cluster_dir(data_dir),
         version,
         &live,
         TOPIC,

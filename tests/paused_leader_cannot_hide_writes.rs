@@ -158,7 +158,7 @@ fn write_both(
 ) {
     for dir in dirs {
         write_assignment(
-            &dir.join("__cluster"),
+            &kaas_volume::cluster_dir(dir),
             version,
             brokers,
             TOPIC,

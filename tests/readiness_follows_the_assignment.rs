@@ -31,7 +31,7 @@ fn wait_for_ready(admin: std::net::SocketAddr) -> (u16, String) {
 fn a_cluster_broker_is_ready_once_its_assignment_is_applied_and_open() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_path_buf();
-    std::fs::create_dir_all(data.join("__cluster")).expect("cluster dir");
+    std::fs::create_dir_all(kaas_volume::cluster_dir(&data)).expect("cluster dir");
     let mut broker = Broker::new(0, &data);
     broker.start();
     // Alive (the liveness probe's /healthz) but with no assignment: not ready.
@@ -53,7 +53,8 @@ fn a_cluster_broker_is_ready_once_its_assignment_is_applied_and_open() {
         broker.kafka.port()
     );
     let assignment = Assignment::from_json(text.as_bytes()).expect("valid");
-    kaas_cluster_file::write_assignment(&data.join("__cluster"), &assignment).expect("write");
+    kaas_cluster_file::write_assignment(&kaas_volume::cluster_dir(&data), &assignment)
+        .expect("write");
     let (code, body) = wait_for_ready(broker.admin);
     assert_eq!(code, 200, "{body}");
     let (_, health) = http_get(broker.admin, "/healthz").expect("healthz");

@@ -60,7 +60,7 @@ fn a_batch_the_old_leader_acknowledged_is_not_stored_again_by_the_new_one() {
     let data = dir.path().to_path_buf();
     let mut brokers = file_brokers(2, &data);
     let all = endpoints(&brokers);
-    let cluster_dir = data.join("__cluster");
+    let cluster_dir = kaas_volume::cluster_dir(&data);
     write_assignment(&cluster_dir, 1, &all, TOPIC, &[(0, 1)], &[]);
     start_all(&mut brokers, 1);
 

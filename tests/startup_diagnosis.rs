@@ -131,7 +131,7 @@ const ASSIGNMENT: &str = r#"{"format": 1, "controller_epoch": 1, "assignment_ver
  "topics": {}, "partitions": {}, "consumerGroups": {}}"#;
 
 fn write_assignment(data: &Path, age: Duration) {
-    let cluster = data.join("__cluster");
+    let cluster = kaas_volume::cluster_dir(data);
     std::fs::create_dir_all(&cluster).expect("mkdir");
     let path = cluster.join("assignment.json");
     std::fs::write(&path, ASSIGNMENT).expect("write");
@@ -158,11 +158,18 @@ fn a_volume_without_the_other_brokers_markers_is_not_shared() {
     assert!(stderr.contains("broker(s) 1, 2"), "{stderr}");
     assert!(stderr.contains("ReadWriteMany"), "{stderr}");
     // The refused broker still left its own marker, so the others can see it.
-    assert!(data.join("__cluster/brokers/0").exists());
+    assert!(data
+        .join(kaas_volume::CLUSTER_DIR)
+        .join(kaas_volume::BROKER_MARKERS_DIR)
+        .join("0")
+        .exists());
 
     // Once broker 1 and 2 have been here (their markers), broker 0 starts.
     for other in [1, 2] {
-        std::fs::write(data.join(format!("__cluster/brokers/{other}")), "x\n").expect("marker");
+        let marker = kaas_volume::cluster_dir(&data)
+            .join(kaas_volume::BROKER_MARKERS_DIR)
+            .join(other.to_string());
+        std::fs::write(marker, "x\n").expect("marker");
     }
     let (mut command, admin) = kaas(
         &["env", "MY_POD_NAME=kaas-0", "KAAS_ASSIGNMENT_SOURCE=file"],

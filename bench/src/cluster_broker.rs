@@ -185,5 +185,5 @@ pub fn write_assignment(
 }
 
 fn cluster_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("__cluster")
+    kaas_volume::cluster_dir(data_dir)
 }

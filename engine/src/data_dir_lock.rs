@@ -17,7 +17,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// The lock file's name inside the data directory.
-pub const LOCK_FILE: &str = "kaas.lock";
+pub use kaas_volume::LOCK_FILE;
 
 /// Why the data directory could not be locked.
 #[derive(Debug, thiserror::Error)]

@@ -65,7 +65,7 @@ use view::View;
 pub use dir_name::dir_name;
 
 /// Directory under the storage root holding one directory per group.
-pub const GROUPS_DIR: &str = "groups";
+pub use kaas_volume::GROUPS_DIR;
 /// The file of a group inside its directory (at fence epoch 0).
 pub const LOG_FILE: &str = "offsets.log";
 

@@ -69,7 +69,7 @@ pub fn is_legal_topic_name(name: &str) -> bool {
 
 /// The directory holding a topic's partitions, relative to the storage root.
 pub fn topic_dir(topic: &str) -> PathBuf {
-    PathBuf::from("topics").join(topic)
+    PathBuf::from(kaas_volume::TOPICS_DIR).join(topic)
 }
 
 /// Checkpoint a log once this many bytes were appended since its last checkpoint...

@@ -14,19 +14,21 @@
 //! skipped, never reused. Names that are not block numbers (a stray editor file) are not
 //! claims.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::error::Result;
 use crate::storage::Storage;
 
 /// The directory of claim files, relative to the storage root.
-pub const BLOCKS_DIR: &str = "__cluster/producer-id-blocks";
+pub fn blocks_dir() -> PathBuf {
+    kaas_volume::in_cluster_dir(kaas_volume::PRODUCER_ID_BLOCKS_DIR)
+}
 
 /// Claims the lowest free block numbered at least `from` and above every block claimed so
 /// far, returning its number; durable (file and directory fsynced) when it returns.
 pub async fn claim_block(storage: &Storage, from: i64) -> Result<i64> {
-    let dir = Path::new(BLOCKS_DIR);
-    storage.create_dir_all(dir).await?;
+    let dir = blocks_dir();
+    storage.create_dir_all(&dir).await?;
     let mut block = from.max(highest_claimed(storage).await?.map_or(0, |n| n + 1));
     loop {
         let path = claim_path(block);
@@ -39,12 +41,12 @@ pub async fn claim_block(storage: &Storage, from: i64) -> Result<i64> {
 }
 
 fn claim_path(block: i64) -> PathBuf {
-    Path::new(BLOCKS_DIR).join(block.to_string())
+    blocks_dir().join(block.to_string())
 }
 
 async fn highest_claimed(storage: &Storage) -> Result<Option<i64>> {
     Ok(storage
-        .list_dir(Path::new(BLOCKS_DIR))
+        .list_dir(&blocks_dir())
         .await?
         .iter()
         .filter_map(|name| name.parse::<i64>().ok())
@@ -85,7 +87,7 @@ mod tests {
         let claimed = all.len();
         all.dedup();
         assert_eq!(all.len(), claimed, "a block was claimed twice");
-        std::fs::write(root.join(BLOCKS_DIR).join("notes.txt~"), b"").expect("stray file");
+        std::fs::write(root.join(blocks_dir()).join("notes.txt~"), b"").expect("stray file");
         let next = glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
                 let storage = Storage::disk(root);
@@ -106,8 +108,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let root = dir.path().to_path_buf();
         // Claims written before (by an earlier broker version): empty files named by number.
-        std::fs::create_dir_all(root.join(BLOCKS_DIR)).expect("dir");
-        std::fs::write(root.join(BLOCKS_DIR).join("7"), b"").expect("claim");
+        std::fs::create_dir_all(root.join(blocks_dir())).expect("dir");
+        std::fs::write(root.join(blocks_dir()).join("7"), b"").expect("claim");
         let storage_root = root.clone();
         let block = glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
@@ -119,7 +121,7 @@ mod tests {
             .join()
             .expect("join");
         assert_eq!(block, 8);
-        let claim = root.join(BLOCKS_DIR).join("8");
+        let claim = root.join(blocks_dir()).join("8");
         assert_eq!(std::fs::metadata(&claim).expect("claim file").len(), 0);
     }
 }

@@ -58,7 +58,7 @@ use crate::log_manager::is_legal_topic_name;
 use crate::storage::Storage;
 
 /// The directory all topics live in, relative to the storage root.
-const TOPICS_DIR: &str = "topics";
+use kaas_volume::TOPICS_DIR;
 const SEPARATOR: char = '@';
 const DELETE_SUFFIX: &str = "-delete";
 

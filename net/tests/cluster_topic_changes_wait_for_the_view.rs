@@ -257,7 +257,7 @@ impl Client {
 #[test]
 fn topic_changes_are_sent_validated_and_answered_once_the_view_shows_them() {
     let dir = tempfile::tempdir().unwrap();
-    let cluster_dir = dir.path().join("__cluster");
+    let cluster_dir = kaas_volume::cluster_dir(dir.path());
     std::fs::create_dir_all(&cluster_dir).unwrap();
     let port = free_port();
     write_assignment(&cluster_dir, 1, port, &Topics::new());

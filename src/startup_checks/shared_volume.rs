@@ -24,8 +24,8 @@ use super::{ExitCode, Refusal};
 const GRACE: Duration = Duration::from_secs(30);
 
 pub fn check(data_dir: &Path, broker_id: i32) -> Result<(), Refusal> {
-    let cluster_dir = data_dir.join("__cluster");
-    let markers = cluster_dir.join("brokers");
+    let cluster_dir = kaas_volume::cluster_dir(data_dir);
+    let markers = cluster_dir.join(kaas_volume::BROKER_MARKERS_DIR);
     if let Err(error) = write_marker(&markers, broker_id) {
         // The broker's own start-up reports an unwritable volume with the path and error.
         tracing::warn!(%error, "could not write this broker's marker on the shared volume");

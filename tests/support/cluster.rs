@@ -299,7 +299,7 @@ pub fn bootstrap(brokers: &[Broker]) -> String {
 /// Brokers `0..count` on the one data directory `data_dir` they share, following its
 /// assignment file; creates `<data_dir>/__cluster`. None is started yet.
 pub fn file_brokers(count: i32, data_dir: &Path) -> Vec<Broker> {
-    std::fs::create_dir_all(data_dir.join("__cluster")).expect("cluster dir");
+    std::fs::create_dir_all(kaas_volume::cluster_dir(data_dir)).expect("cluster dir");
     (0..count).map(|id| Broker::new(id, data_dir)).collect()
 }
 
@@ -360,20 +360,19 @@ pub fn write_assignment(
 /// there: a broker whose view of the assignment lags for as long as the test wants, while it
 /// still writes the same volume as the others.
 pub fn lagging_view_dir(shared: &Path, private: &Path) {
-    for dir in ["topics", "groups", "__cluster/producer-id-blocks"] {
+    let blocks = kaas_volume::in_cluster_dir(kaas_volume::PRODUCER_ID_BLOCKS_DIR);
+    let cluster_id_file = kaas_volume::in_cluster_dir(kaas_volume::CLUSTER_ID_FILE);
+    let topics = Path::new(kaas_volume::TOPICS_DIR);
+    let groups = Path::new(kaas_volume::GROUPS_DIR);
+    for dir in [topics, groups, &blocks] {
         std::fs::create_dir_all(shared.join(dir)).expect("shared dir");
     }
-    std::fs::create_dir_all(private.join("__cluster")).expect("private dir");
-    let cluster_id = shared.join("__cluster/cluster-id");
+    std::fs::create_dir_all(kaas_volume::cluster_dir(private)).expect("private dir");
+    let cluster_id = shared.join(&cluster_id_file);
     if !cluster_id.exists() {
         std::fs::write(&cluster_id, "q83vEjRWeJCrze8SNFZ4kA").expect("cluster id");
     }
-    for name in [
-        "topics",
-        "groups",
-        "__cluster/producer-id-blocks",
-        "__cluster/cluster-id",
-    ] {
+    for name in [topics, groups, &blocks, &cluster_id_file] {
         std::os::unix::fs::symlink(shared.join(name), private.join(name)).expect("symlink");
     }
 }

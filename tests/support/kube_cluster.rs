@@ -96,7 +96,7 @@ impl KubeCluster {
             .expect("tempdir");
         let data_dir = dir.path().join("data");
         let scratch = dir.path().join("scratch");
-        std::fs::create_dir_all(data_dir.join("__cluster")).expect("data dir");
+        std::fs::create_dir_all(kaas_volume::cluster_dir(&data_dir)).expect("data dir");
         std::fs::create_dir_all(&scratch).expect("scratch dir");
         let subnet = free_subnet(count);
         let mut args: Vec<String> = vec!["--assignment-source".into(), "kube".into()];
@@ -245,7 +245,13 @@ impl KubeCluster {
 
     /// `assignment.json` as it is on the shared volume now.
     pub fn assignment(&self) -> Option<Assignment> {
-        kaas_cluster_file::read_assignment(&self.data_dir.join("__cluster/assignment.json")).ok()
+        kaas_cluster_file::read_assignment(
+            &self
+                .data_dir
+                .join(kaas_volume::CLUSTER_DIR)
+                .join(kaas_volume::ASSIGNMENT_FILE),
+        )
+        .ok()
     }
 
     /// Waits (at most `limit`) for an `assignment.json` that `wanted` accepts; panics with

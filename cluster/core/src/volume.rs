@@ -131,7 +131,7 @@ mod tests {
     #[test]
     fn a_write_refused_before_the_rename_leaves_nothing_and_an_allowed_one_is_read_back() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let cluster = dir.path().join("__cluster");
+        let cluster = kaas_volume::cluster_dir(dir.path());
         let assignment = Assignment::from_json(FILE.as_bytes()).expect("good file");
         let mut volume = Volume::new(&cluster);
         assert!(!volume.write(&assignment, || false).expect("no error"));

@@ -128,7 +128,7 @@ fn endpoint(id: i32) -> BrokerEndpoint {
 impl Harness {
     fn start() -> Harness {
         let dir = tempfile::tempdir().expect("temp dir");
-        let cluster = dir.path().join("__cluster");
+        let cluster = kaas_volume::cluster_dir(dir.path());
         Self::start_in(dir, cluster)
     }
 
@@ -419,7 +419,7 @@ fn no_file_is_written_past_the_renew_deadline_until_a_renewal() {
 #[test]
 fn an_epoch_not_above_the_volume_s_is_refused_and_taken_over_above_it() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cluster = dir.path().join("__cluster");
+    let cluster = kaas_volume::cluster_dir(dir.path());
     std::fs::create_dir_all(&cluster).expect("dir");
     std::fs::write(cluster.join("controller-epoch"), b"5\n").expect("epoch file");
     let mut harness = Harness::start_in(dir, cluster);

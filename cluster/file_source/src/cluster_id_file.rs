@@ -14,7 +14,7 @@ use std::path::Path;
 use kaas_cluster::ids::TopicId;
 
 /// The file's name inside `<data>/__cluster/`.
-pub const CLUSTER_ID_FILE: &str = "cluster-id";
+pub use kaas_volume::CLUSTER_ID_FILE;
 
 /// The cluster id in `cluster_dir`, created (with the directory) if there is none yet.
 pub fn load_or_create_cluster_id(cluster_dir: &Path) -> io::Result<String> {
@@ -75,7 +75,7 @@ mod tests {
     #[test]
     fn the_first_broker_creates_the_id_and_the_others_read_it() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let cluster = dir.path().join("__cluster");
+        let cluster = kaas_volume::cluster_dir(dir.path());
         let first = load_or_create_cluster_id(&cluster).expect("created");
         assert_eq!(first.len(), 22);
         assert_eq!(load_or_create_cluster_id(&cluster).expect("read"), first);

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use kaas_cluster::ids::ControllerEpoch;
 
 /// The file's name inside `<data>/__cluster`.
-pub const CONTROLLER_EPOCH_FILE: &str = "controller-epoch";
+pub use kaas_volume::CONTROLLER_EPOCH_FILE;
 
 /// Longest content accepted (20 digits of a `u64` and the newline).
 const MAX_LEN: usize = 21;
@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn the_epoch_only_goes_up() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let cluster = dir.path().join("__cluster");
+        let cluster = kaas_volume::cluster_dir(dir.path());
         assert_eq!(read_recorded_epoch(&cluster).expect("read"), None);
         assert_eq!(
             record_epoch(&cluster, ControllerEpoch(3)).expect("record"),

@@ -24,4 +24,4 @@ pub use controller_epoch_file::{
 pub use file_follower::{AssignmentSink, FileFollower, FollowerNudger, FollowerOptions};
 
 /// The file's name inside `<data>/__cluster/`.
-pub const ASSIGNMENT_FILE: &str = "assignment.json";
+pub use kaas_volume::ASSIGNMENT_FILE;

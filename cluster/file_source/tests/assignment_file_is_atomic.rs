@@ -38,7 +38,7 @@ fn a_write_replaces_the_file_whole_and_leaves_nothing_else() {
 #[test]
 fn a_write_into_a_missing_directory_fails_and_leaves_no_file() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let missing = dir.path().join("__cluster");
+    let missing = kaas_volume::cluster_dir(dir.path());
     assert!(write_assignment(&missing, &assignment(1, 1)).is_err());
     assert!(!missing.exists());
 }

@@ -106,7 +106,7 @@ fn polling_follower_delivers_only_accepted_assignments() {
 #[test]
 fn a_follower_started_before_the_directory_exists_picks_it_up() {
     let parent = tempfile::tempdir().expect("temp dir");
-    let dir = parent.path().join("__cluster");
+    let dir = kaas_volume::cluster_dir(parent.path());
     let (sender, receiver) = channel();
     let _follower = FileFollower::spawn(
         &dir,

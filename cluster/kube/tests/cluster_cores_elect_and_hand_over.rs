@@ -53,7 +53,7 @@ async fn one_core_leads_writes_at_the_lease_epoch_and_hands_over_on_release() {
         .unwrap();
 
     let data = tempfile::tempdir().unwrap();
-    let cluster = data.path().join("__cluster");
+    let cluster = kaas_volume::cluster_dir(data.path());
     let environment = KubeEnvironment {
         config: admin_config().await,
         namespace: namespace.clone(),

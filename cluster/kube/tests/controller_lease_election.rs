@@ -109,7 +109,7 @@ async fn renewals_keep_the_epoch_and_a_release_lets_another_broker_win_at_once()
     let context = context("lease-release").await;
     let lease = ControllerLease::new(&context);
     let data = tempfile::tempdir().unwrap();
-    let epochs = data.path().join("__cluster");
+    let epochs = kaas_volume::cluster_dir(data.path());
 
     let a = candidate("kaas-0", 60);
     let mut held = won(lease.acquire(None, &a).await.unwrap());
@@ -165,7 +165,7 @@ async fn a_lease_recreated_at_a_lower_epoch_is_refused_by_the_epoch_file() {
     let context = context("lease-rewound").await;
     let lease = ControllerLease::new(&context);
     let data = tempfile::tempdir().unwrap();
-    let epochs = data.path().join("__cluster");
+    let epochs = kaas_volume::cluster_dir(data.path());
     let a = candidate("kaas-0", 1);
     let mut held = won(lease.acquire(None, &a).await.unwrap());
     for _ in 0..2 {

@@ -131,7 +131,7 @@ async fn race() {
         .await
         .unwrap();
     let data = tempfile::tempdir().unwrap();
-    let cluster = data.path().join("__cluster");
+    let cluster = kaas_volume::cluster_dir(data.path());
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Mutex::new(Vec::new()));
     watch_file(cluster.clone(), stop.clone(), seen.clone());

@@ -108,7 +108,7 @@ struct ClusterStart {
 
 /// Where cluster files live: `<data>/__cluster`.
 pub fn cluster_dir(data_dir: &Path) -> std::path::PathBuf {
-    data_dir.join("__cluster")
+    kaas_volume::cluster_dir(data_dir)
 }
 
 impl Broker {

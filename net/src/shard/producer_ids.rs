@@ -29,7 +29,9 @@ use kaas_engine::{EngineError, Storage};
 
 /// Ids reserved per durable write.
 pub const BLOCK_SIZE: i64 = 1000;
-const BLOCK_FILE: &str = "__cluster/producer-id-block";
+fn block_file() -> std::path::PathBuf {
+    kaas_volume::in_cluster_dir(kaas_volume::PRODUCER_ID_BLOCK_FILE)
+}
 
 /// Where blocks of producer ids are reserved durably.
 pub enum IdBlockStore {
@@ -50,9 +52,9 @@ impl IdBlockStore {
     /// The first id a restarted allocator may hand out: the standalone file's end (0 without
     /// one); cluster claims only ever go above it.
     async fn resume_at(&self) -> Result<i64, EngineError> {
-        match self.storage().read_small(Path::new(BLOCK_FILE)).await? {
+        match self.storage().read_small(&block_file()).await? {
             Some(bytes) => decode(&bytes).ok_or_else(|| EngineError::Corrupt {
-                what: BLOCK_FILE.into(),
+                what: block_file().display().to_string(),
                 detail: "bad length or checksum".into(),
             }),
             None => Ok(0),
@@ -64,9 +66,11 @@ impl IdBlockStore {
         match self {
             IdBlockStore::File(storage) => {
                 let end = next + BLOCK_SIZE;
-                storage.create_dir_all(Path::new("__cluster")).await?;
                 storage
-                    .write_small_durable(Path::new(BLOCK_FILE), encode(end))
+                    .create_dir_all(Path::new(kaas_volume::CLUSTER_DIR))
+                    .await?;
+                storage
+                    .write_small_durable(&block_file(), encode(end))
                     .await?;
                 Ok(next..end)
             }

@@ -22,8 +22,10 @@ use crate::model::group_configs::GroupConfigOverrides;
 use crate::model::topic_config::{TopicConfig, TopicDefaults};
 use crate::model::uuid_text::parse_topic_id;
 
-/// Path of the file relative to the data directory.
-pub const TOPICS_FILE: &str = "__cluster/topics.json";
+/// Path of the file relative to the data directory (`__cluster/topics.json`).
+pub fn topics_file() -> std::path::PathBuf {
+    kaas_volume::in_cluster_dir(kaas_volume::TOPICS_FILE)
+}
 
 /// The file's content.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,7 +62,7 @@ pub enum TopicStoreError {
     #[error("topic store: {0}")]
     Engine(#[from] kaas_engine::EngineError),
     /// The file is not valid JSON of the expected shape.
-    #[error("topic store {TOPICS_FILE} is malformed: {0}")]
+    #[error("topic store {path} is malformed: {0}", path = topics_file().display())]
     Malformed(String),
 }
 
@@ -81,7 +83,7 @@ impl TopicRecord {
 
 /// Reads the file; a missing file is an empty store with a fresh cluster id.
 pub async fn load(storage: &Storage) -> Result<TopicsFile, TopicStoreError> {
-    match storage.read_small(Path::new(TOPICS_FILE)).await? {
+    match storage.read_small(&topics_file()).await? {
         Some(bytes) => {
             serde_json::from_slice(&bytes).map_err(|e| TopicStoreError::Malformed(e.to_string()))
         }
@@ -98,10 +100,10 @@ pub async fn load(storage: &Storage) -> Result<TopicsFile, TopicStoreError> {
 pub async fn save(storage: &Storage, file: &TopicsFile) -> Result<(), TopicStoreError> {
     let bytes =
         serde_json::to_vec_pretty(file).map_err(|e| TopicStoreError::Malformed(e.to_string()))?;
-    storage.create_dir_all(Path::new("__cluster")).await?;
     storage
-        .write_small_durable(Path::new(TOPICS_FILE), bytes)
+        .create_dir_all(Path::new(kaas_volume::CLUSTER_DIR))
         .await?;
+    storage.write_small_durable(&topics_file(), bytes).await?;
     Ok(())
 }
 

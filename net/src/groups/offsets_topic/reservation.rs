@@ -18,10 +18,8 @@ use kaas_engine::{EngineError, Storage};
 /// Offsets reserved per durable write.
 pub const BLOCK: i64 = 1 << 16;
 
-const DIR: &str = "__cluster/consumer-offsets";
-
 fn path(partition: i32) -> PathBuf {
-    PathBuf::from(DIR).join(partition.to_string())
+    kaas_volume::in_cluster_dir(kaas_volume::CONSUMER_OFFSETS_DIR).join(partition.to_string())
 }
 
 use kaas_engine::reserved_block::{decode, encode};
@@ -40,7 +38,11 @@ pub async fn load(storage: &Storage, partition: i32) -> Result<i64, EngineError>
 
 /// Durably records `end` as the end of the reserved offsets.
 pub async fn store(storage: &Storage, partition: i32, end: i64) -> Result<(), EngineError> {
-    storage.create_dir_all(&PathBuf::from(DIR)).await?;
+    storage
+        .create_dir_all(&kaas_volume::in_cluster_dir(
+            kaas_volume::CONSUMER_OFFSETS_DIR,
+        ))
+        .await?;
     storage
         .write_small_durable(&path(partition), encode(end))
         .await
