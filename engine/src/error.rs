@@ -25,14 +25,6 @@ pub enum EngineError {
         /// The log end offset.
         end: u64,
     },
-    /// The partition is not served here (its topic is gone, or it is not this owner's): it
-    /// must not be opened, and so never recreated on disk.
-    #[error("partition is not served here")]
-    NotServed,
-    /// The partition exists but another broker leads it, or this broker has not opened it
-    /// yet (cluster mode): the client should refresh its metadata and go to the leader.
-    #[error("partition is led by another broker")]
-    NotLeader,
     /// The partition has been closed; its handle is no longer usable.
     #[error("partition is closed")]
     Closed,

@@ -2,13 +2,14 @@
 
 use std::rc::Rc;
 
-use crate::handlers::error_code;
+use crate::handlers::partition_error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::delete_records::{
     DeleteRecordsPartitionResult, DeleteRecordsRequest, DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::partition_error::PartitionError;
 use crate::shard::Shard;
 
 /// Offset -1 means "up to the high watermark".
@@ -79,13 +80,15 @@ async fn delete_on_owner(
                 } else {
                     offset as u64
                 };
-                log.delete_records(target).await
+                log.delete_records(target)
+                    .await
+                    .map_err(PartitionError::from)
             }
             Err(error) => Err(error),
         };
         results.push(match outcome {
             Ok(low_watermark) => (item.position, (ErrorCode::None, low_watermark as i64)),
-            Err(error) => (item.position, (error_code(&error), -1)),
+            Err(error) => (item.position, (partition_error_code(&error), -1)),
         });
     }
     results

@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use kaas_cluster::ids::{TopicName, TopicNameError, MAX_TOPIC_NAME_LEN};
 
-use crate::handlers::error_code;
+use crate::handlers::partition_error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::describe_producers::{
     DescribeProducersPartitionResponse, DescribeProducersRequest, DescribeProducersResponse,
@@ -91,7 +91,7 @@ async fn producers_on_owner(shard: Rc<Shard>, items: Vec<Owned<()>>) -> Vec<(Pos
     let mut answers = Vec::with_capacity(items.len());
     for item in items {
         let answer = match item.partition.log(&shard).await {
-            Err(error) => Err(error_code(&error)),
+            Err(error) => Err(partition_error_code(&error)),
             Ok(log) => Ok(log
                 .producers()
                 .iter()

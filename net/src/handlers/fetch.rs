@@ -24,8 +24,8 @@ use futures_util::future::{join_all, select, select_all, Either, FutureExt};
 use kaas_engine::{FetchedRecords, LogOffsets, PartitionLog};
 
 use crate::groups::offsets_topic;
-use crate::handlers::error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
+use crate::handlers::{error_code, partition_error_code};
 use crate::protocol::messages::fetch::{
     FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData,
 };
@@ -210,7 +210,7 @@ async fn read_one(shard: &Rc<Shard>, item: &Owned<Input>, budget: &ResponseBudge
     let log = match item.partition.log(shard).await {
         Err(error) => {
             return Read {
-                output: failure(error_code(&error)),
+                output: failure(partition_error_code(&error)),
                 charged: 0,
             }
         }

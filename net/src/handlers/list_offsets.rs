@@ -3,8 +3,8 @@
 use std::rc::Rc;
 
 use crate::groups::offsets_topic;
-use crate::handlers::error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
+use crate::handlers::{error_code, partition_error_code};
 use crate::protocol::messages::list_offsets::{
     ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
@@ -96,7 +96,7 @@ async fn list_on_owner(shard: Rc<Shard>, items: Vec<Owned<i64>>) -> Vec<(Positio
             continue;
         }
         let answer = match item.partition.log(&shard).await {
-            Err(error) => Err(error_code(&error)),
+            Err(error) => Err(partition_error_code(&error)),
             Ok(log) => {
                 let offsets = log.offsets();
                 match timestamp {

@@ -57,9 +57,19 @@ use kaas_engine::producer_state::ProducerStateError;
 use kaas_engine::EngineError;
 
 use crate::protocol::ErrorCode;
+use crate::shard::partition_error::PartitionError;
 use crate::shard::Shard;
 use crate::topics::topic_admin::TopicError;
 use crate::topics::topic_changes::{self, TopicChanges};
+
+/// The Kafka error code for a partition a shard cannot serve.
+pub fn partition_error_code(error: &PartitionError) -> ErrorCode {
+    match error {
+        PartitionError::NotLeader => ErrorCode::NotLeaderOrFollower,
+        PartitionError::NotServed => ErrorCode::UnknownTopicOrPartition,
+        PartitionError::Engine(error) => error_code(error),
+    }
+}
 
 /// The Kafka error code for an engine failure.
 pub fn error_code(error: &EngineError) -> ErrorCode {
@@ -70,10 +80,7 @@ pub fn error_code(error: &EngineError) -> ErrorCode {
         }
         EngineError::ProducerState(_) => ErrorCode::OutOfOrderSequenceNumber,
         EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
-        EngineError::Closed | EngineError::Fenced { .. } | EngineError::NotLeader => {
-            ErrorCode::NotLeaderOrFollower
-        }
-        EngineError::NotServed => ErrorCode::UnknownTopicOrPartition,
+        EngineError::Closed | EngineError::Fenced { .. } => ErrorCode::NotLeaderOrFollower,
         EngineError::Poisoned(_) | EngineError::Corrupt { .. } | EngineError::Io { .. } => {
             ErrorCode::KafkaStorageError
         }

@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use crate::handlers::error_code;
+use crate::handlers::partition_error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::protocol::messages::offset_for_leader_epoch::{
     EpochEndOffset, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
@@ -79,7 +79,7 @@ async fn lookup_on_owner(shard: Rc<Shard>, items: Vec<Owned<i32>>) -> Vec<(Posit
     for item in items {
         let epoch = item.input;
         let answer = match item.partition.log(&shard).await {
-            Err(error) => Err(error_code(&error)),
+            Err(error) => Err(partition_error_code(&error)),
             Ok(log) => {
                 let offsets = log.offsets();
                 match log.end_offset_for_epoch(epoch) {

@@ -26,11 +26,12 @@ use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use kaas_engine::{EngineError, LogConfig, PartitionId, PartitionLog};
+use kaas_engine::{LogConfig, PartitionId, PartitionLog};
 
 use crate::groups::offsets_topic;
 use crate::model::cluster_view::{ClusterView, Leadership, TopicInfo};
 use crate::protocol::ErrorCode;
+use crate::shard::partition_error::PartitionError;
 use crate::shard::Shard;
 
 /// Where a partition's answer goes in the response: its topic's index in the response's topic
@@ -60,10 +61,10 @@ impl ResolvedPartition {
     /// to it by the current view and not fenced ([`Shard::log`]); NOT_LEADER otherwise (it
     /// moved, is being given up, or reopened at another epoch since the request was resolved).
     /// Standalone, the shard opens a partition it owns on first use.
-    pub async fn log(&self, shard: &Rc<Shard>) -> Result<PartitionLog, EngineError> {
+    pub async fn log(&self, shard: &Rc<Shard>) -> Result<PartitionLog, PartitionError> {
         let log = shard.log(&self.id, self.config.clone()).await?;
         if shard.view.load().is_cluster() && shard.open_epoch(&self.id) != self.leader_epoch {
-            return Err(EngineError::NotLeader);
+            return Err(PartitionError::NotLeader);
         }
         Ok(log)
     }

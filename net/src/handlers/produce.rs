@@ -20,12 +20,13 @@ use kaas_engine::{EngineError, PartitionId};
 
 use crate::groups::offsets_topic;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
-use crate::handlers::{error_code, now_ms};
+use crate::handlers::{error_code, now_ms, partition_error_code};
 use crate::protocol::messages::produce::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceRequest, ProduceResponse,
     TopicProduceResponse,
 };
 use crate::protocol::ErrorCode;
+use crate::shard::partition_error::PartitionError;
 use crate::shard::Shard;
 
 struct Input {
@@ -173,7 +174,10 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Owned<Input>>) -> Vec<(Pos
             Ok(None) => input.records,
             Err(error) => {
                 let error = EngineError::InvalidBatch(error);
-                outputs.push((position, failure(&partition.id, &error)));
+                outputs.push((
+                    position,
+                    failure(&partition.id, &PartitionError::Engine(error)),
+                ));
                 continue;
             }
         };
@@ -214,7 +218,10 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Owned<Input>>) -> Vec<(Pos
             }
             Err(error) => {
                 shard.give_up_if_fenced(&partition.id);
-                outputs.push((position, failure(&partition.id, &error)))
+                outputs.push((
+                    position,
+                    failure(&partition.id, &PartitionError::Engine(error)),
+                ))
             }
         }
     }
@@ -229,7 +236,7 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Owned<Input>>) -> Vec<(Pos
                         // A newer claim on the volume: answered NOT_LEADER_OR_FOLLOWER, and
                         // the partition is given up on this shard.
                         shard.give_up_if_fenced(&id);
-                        (position, failure(&id, &error))
+                        (position, failure(&id, &PartitionError::Engine(error)))
                     }
                 }
             }
@@ -254,7 +261,7 @@ fn holds_more_than_one_batch(records: &[u8]) -> bool {
         .is_some_and(|total| records.len() > total)
 }
 
-fn failure(partition: &PartitionId, error: &EngineError) -> Output {
+fn failure(partition: &PartitionId, error: &PartitionError) -> Output {
     let refused = |code: ErrorCode, message: String, record_errors| Output {
         error: Some(code),
         message: Some(message),
@@ -265,17 +272,21 @@ fn failure(partition: &PartitionId, error: &EngineError) -> Output {
     };
     match error {
         // KIP-467: a per-record rule names the record that broke it.
-        EngineError::InvalidBatch(BatchError::RecordsRefused(faults)) => {
+        PartitionError::Engine(EngineError::InvalidBatch(BatchError::RecordsRefused(faults))) => {
             let (code, message, record_errors) = record_errors::refusal(partition, faults);
             refused(code, message, record_errors)
         }
-        EngineError::InvalidBatch(batch @ BatchError::OffsetDeltaMismatch { index, .. }) => {
+        PartitionError::Engine(
+            engine @ EngineError::InvalidBatch(
+                batch @ BatchError::OffsetDeltaMismatch { index, .. },
+            ),
+        ) => {
             let record_errors = vec![BatchIndexAndErrorMessage {
                 batch_index: i32::try_from(*index).unwrap_or(i32::MAX),
                 batch_index_error_message: Some(batch.to_string()),
             }];
-            refused(error_code(error), error.to_string(), record_errors)
+            refused(error_code(engine), engine.to_string(), record_errors)
         }
-        _ => refused(error_code(error), error.to_string(), Vec::new()),
+        _ => refused(partition_error_code(error), error.to_string(), Vec::new()),
     }
 }

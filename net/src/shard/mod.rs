@@ -6,6 +6,7 @@
 pub mod append_turns;
 pub mod config;
 pub mod metrics;
+pub mod partition_error;
 pub mod producer_expiration;
 pub mod producer_ids;
 pub mod router;
@@ -17,13 +18,14 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use kaas_engine::{EngineError, LogConfig, LogManager, PartitionId, PartitionLog, Storage};
+use kaas_engine::{LogConfig, LogManager, PartitionId, PartitionLog, Storage};
 
 use crate::groups::coordinator::GroupCoordinator;
 use crate::model::cluster_view::{Leadership, ViewHandle};
 use crate::shard::append_turns::AppendTurns;
 use crate::shard::config::BrokerConfig;
 use crate::shard::metrics::ShardMetrics;
+use crate::shard::partition_error::PartitionError;
 use crate::shard::producer_ids::ProducerIdAllocator;
 use crate::shard::router::{Inbox, Router};
 use crate::shard::shard_commands::FencedClose;
@@ -77,12 +79,12 @@ impl Shard {
         self: &Rc<Self>,
         id: &PartitionId,
         config: LogConfig,
-    ) -> Result<PartitionLog, EngineError> {
+    ) -> Result<PartitionLog, PartitionError> {
         let view = self.view.load();
         if view.is_cluster() {
             return match view.leadership(&id.topic, id.partition) {
-                Leadership::Unknown => Err(EngineError::NotServed),
-                Leadership::Elsewhere => Err(EngineError::NotLeader),
+                Leadership::Unknown => Err(PartitionError::NotServed),
+                Leadership::Elsewhere => Err(PartitionError::NotLeader),
                 Leadership::Here { leader_epoch } => match self.logs.get(id) {
                     Some(log)
                         if view.owner_shard(&id.topic, id.partition) == self.index
@@ -90,11 +92,11 @@ impl Shard {
                     {
                         if log.is_fenced() {
                             self.give_up_if_fenced(id);
-                            return Err(EngineError::NotLeader);
+                            return Err(PartitionError::NotLeader);
                         }
                         Ok(log)
                     }
-                    _ => Err(EngineError::NotLeader),
+                    _ => Err(PartitionError::NotLeader),
                 },
             };
         }
@@ -103,7 +105,7 @@ impl Shard {
             return Ok(log);
         }
         if !self.serves(id) {
-            return Err(EngineError::NotServed);
+            return Err(PartitionError::NotServed);
         }
         let log = self.logs.open(id, config).await?;
         self.metrics

@@ -27,6 +27,7 @@ use kaas_cluster::open_state::OpenState;
 use kaas_engine::{topic_incarnation, EngineError, PartitionId};
 
 use crate::model::fence_epoch::partition_fence_epoch;
+use crate::shard::partition_error::PartitionError;
 use crate::shard::Shard;
 
 /// A partition a shard closed because the fence found a newer claim.
@@ -42,7 +43,7 @@ pub struct FencedClose {
 
 impl Shard {
     /// Carries out `command` on this shard.
-    pub async fn run_command(self: &Rc<Self>, command: ShardCommand) -> Result<(), EngineError> {
+    pub async fn run_command(self: &Rc<Self>, command: ShardCommand) -> Result<(), PartitionError> {
         match command {
             ShardCommand::OpenPartition {
                 partition,
@@ -51,12 +52,12 @@ impl Shard {
                 let id = PartitionId::new(partition.topic.as_arc().clone(), partition.partition);
                 // Refused by the assignment's checks already; never opened unfenced.
                 let fence_epoch =
-                    partition_fence_epoch(leader_epoch).ok_or(EngineError::NotLeader)?;
+                    partition_fence_epoch(leader_epoch).ok_or(PartitionError::NotLeader)?;
                 let view = self.view.load();
                 let config = view
                     .topic(&id.topic)
                     .map(|topic| topic.log_config.clone())
-                    .ok_or(EngineError::NotServed)?;
+                    .ok_or(PartitionError::NotServed)?;
                 // The directory names the topic id: a topic created again under a deleted
                 // one's name never opens the old files (`kaas_engine::topic_incarnation`).
                 let topic_id = view
@@ -64,7 +65,7 @@ impl Shard {
                     .as_ref()
                     .and_then(|cluster| cluster.topic(&id.topic))
                     .map(|topic| topic.id.to_string())
-                    .ok_or(EngineError::NotServed)?;
+                    .ok_or(PartitionError::NotServed)?;
                 drop(view);
                 let dir = topic_incarnation::partition_dir(&id.topic, &topic_id, id.partition)?;
                 // The epoch is recorded first: a request arriving during recovery still gets
@@ -84,7 +85,7 @@ impl Shard {
                 }
                 if let Err(error) = self.logs.open_in_dir(&id, &dir, config, fence_epoch).await {
                     self.open_epochs.borrow_mut().remove(&id);
-                    return Err(error);
+                    return Err(error.into());
                 }
                 self.metrics
                     .set_partitions_open(self.logs.open_partitions().len());
@@ -106,7 +107,7 @@ impl Shard {
                 match closed {
                     // Closed all the same: another epoch had taken it over, nothing to flush.
                     Err(EngineError::Fenced { .. }) => Ok(()),
-                    other => other,
+                    other => Ok(other?),
                 }
             }
             ShardCommand::AdoptGroup { group } => {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use kaas_engine::{EngineError, LogConfig, PartitionId};
+use kaas_engine::{LogConfig, PartitionId};
 
 use super::test_support::{self, run};
 use super::*;
@@ -58,7 +58,7 @@ fn a_partition_opens_only_while_the_view_gives_it_to_this_shard() {
             ] {
                 let opened = shard.log(&id, config.clone()).await;
                 assert!(
-                    matches!(opened, Err(EngineError::NotServed)),
+                    matches!(opened, Err(PartitionError::NotServed)),
                     "{id:?}: {:?}",
                     opened.err()
                 );
@@ -95,7 +95,7 @@ fn a_request_that_outlives_its_topic_never_reopens_it() {
 
             let opened = shard.log(&id, config).await;
             assert!(
-                matches!(opened, Err(EngineError::NotServed)),
+                matches!(opened, Err(PartitionError::NotServed)),
                 "{:?}",
                 opened.err()
             );

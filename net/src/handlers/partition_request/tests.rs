@@ -8,6 +8,7 @@ use kaas_cluster::ids::{BrokerId, LeaderEpoch, TopicName, TopicPartition};
 use super::*;
 use crate::model::topic_config::{TopicConfig, TopicDefaults};
 use crate::protocol::Uuid;
+use crate::shard::partition_error::PartitionError;
 use crate::shard::test_support::{run, shard_zero};
 
 /// A one-shard view of broker 0: `t` has partition 0 led here at `epoch_0` and partition 1
@@ -112,14 +113,14 @@ fn the_owner_serves_a_partition_only_at_the_epoch_it_was_resolved_at() {
             // Resolved against an older view than the one the shard opened it under.
             let stale = partition_of_t(0, 4).log(&shard).await;
             assert!(
-                matches!(stale, Err(EngineError::NotLeader)),
+                matches!(stale, Err(PartitionError::NotLeader)),
                 "{:?}",
                 stale.err()
             );
             // Led elsewhere, never opened here.
             let elsewhere = partition_of_t(1, 7).log(&shard).await;
             assert!(
-                matches!(elsewhere, Err(EngineError::NotLeader)),
+                matches!(elsewhere, Err(PartitionError::NotLeader)),
                 "{:?}",
                 elsewhere.err()
             );
@@ -127,7 +128,7 @@ fn the_owner_serves_a_partition_only_at_the_epoch_it_was_resolved_at() {
             shard.view.publish(cluster_view(2, 6, 1));
             let moved = partition_of_t(0, 5).log(&shard).await;
             assert!(
-                matches!(moved, Err(EngineError::NotLeader)),
+                matches!(moved, Err(PartitionError::NotLeader)),
                 "{:?}",
                 moved.err()
             );
