@@ -558,15 +558,9 @@ impl GroupCoordinator {
 
     /// Ticks every group until the coordinator is dropped.
     pub fn spawn_ticker(self: &Rc<Self>) -> glommio::task::JoinHandle<()> {
-        let this = Rc::downgrade(self);
-        glommio::spawn_local(async move {
-            loop {
-                glommio::timer::sleep(TICK).await;
-                let Some(this) = this.upgrade() else { return };
-                this.tick(monotonic_ms()).await;
-            }
+        kaas_engine::periodic::spawn_every(Rc::downgrade(self), TICK, |this: Rc<Self>| async move {
+            this.tick(monotonic_ms()).await;
         })
-        .detach()
     }
 }
 

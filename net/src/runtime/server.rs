@@ -27,6 +27,7 @@ use kaas_cluster::ids::BrokerId;
 use kaas_cluster_file::{FileFollower, FollowerOptions};
 use kaas_engine::compaction::shard_cleaner::ShardCleaner;
 use kaas_engine::data_dir_lock::{DataDirLock, DataDirLockError};
+use kaas_engine::periodic::spawn_every;
 use kaas_engine::{LogManager, Storage};
 
 use crate::groups::coordinator::GroupCoordinator;
@@ -404,8 +405,16 @@ async fn run_shard(start: ShardStart) {
     }
     let ticker = shard.groups.spawn_ticker();
     spawn_log_cleaner(&shard);
-    let maintenance = Rc::new(LogManagerMaintenance(shard.clone()));
-    let maintenance_task = maintenance.spawn();
+    let maintenance_task = spawn_every(
+        Rc::downgrade(&shard),
+        MAINTENANCE_INTERVAL,
+        |shard: Rc<Shard>| async move {
+            shard
+                .logs
+                .maintain(kaas_engine::log_manager::now_ms())
+                .await;
+        },
+    );
     let producer_expiration_task =
         producer_expiration::spawn(&shard, shard.config.producer_expiration);
     let accept = {
@@ -482,24 +491,4 @@ fn spawn_log_cleaner(shard: &Rc<Shard>) {
         }
     })
     .detach();
-}
-
-/// Periodic log maintenance of one shard.
-struct LogManagerMaintenance(Rc<Shard>);
-
-impl LogManagerMaintenance {
-    fn spawn(self: &Rc<Self>) -> glommio::task::JoinHandle<()> {
-        let this = Rc::downgrade(self);
-        glommio::spawn_local(async move {
-            loop {
-                glommio::timer::sleep(MAINTENANCE_INTERVAL).await;
-                let Some(this) = this.upgrade() else { return };
-                this.0
-                    .logs
-                    .maintain(kaas_engine::log_manager::now_ms())
-                    .await;
-            }
-        })
-        .detach()
-    }
 }

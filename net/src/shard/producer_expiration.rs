@@ -20,6 +20,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use kaas_engine::log_manager::LogManager;
+use kaas_engine::periodic::spawn_every;
 
 use crate::shard::Shard;
 
@@ -58,12 +59,11 @@ pub fn expire_idle_producers(logs: &LogManager, now_ms: i64, expiration_ms: i32)
 /// Runs [`expire_idle_producers`] on `shard` every check interval until the shard is dropped.
 /// It only waits on its own shard's timer, so its handle may be kept (README, glommio bug).
 pub fn spawn(shard: &Rc<Shard>, settings: ProducerExpiration) -> glommio::task::JoinHandle<()> {
-    let shard = Rc::downgrade(shard);
     let interval = Duration::from_millis(settings.check_interval_ms.max(1) as u64);
-    glommio::spawn_local(async move {
-        loop {
-            glommio::timer::sleep(interval).await;
-            let Some(shard) = shard.upgrade() else { return };
+    spawn_every(
+        Rc::downgrade(shard),
+        interval,
+        move |shard: Rc<Shard>| async move {
             let now_ms = kaas_engine::log_manager::now_ms();
             let expired = expire_idle_producers(&shard.logs, now_ms, settings.expiration_ms);
             if expired > 0 {
@@ -72,9 +72,8 @@ pub fn spawn(shard: &Rc<Shard>, settings: ProducerExpiration) -> glommio::task::
                     "idle producers forgotten (producer.id.expiration.ms)"
                 );
             }
-        }
-    })
-    .detach()
+        },
+    )
 }
 
 #[cfg(test)]
