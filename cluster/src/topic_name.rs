@@ -4,29 +4,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// The longest topic name Kafka accepts (so that `<name>-<partition>` fits a 255-byte file name).
-pub const MAX_TOPIC_NAME_LEN: usize = 249;
+use kaas_volume::topic_name::validate;
+pub use kaas_volume::topic_name::{TopicNameError, MAX_TOPIC_NAME_LEN};
 
 /// A topic name that passed Kafka's rules; cheap to clone.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TopicName(Arc<str>);
-
-/// Why a string is not a legal topic name.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum TopicNameError {
-    /// The name is empty.
-    #[error("topic name is empty")]
-    Empty,
-    /// The name is longer than [`MAX_TOPIC_NAME_LEN`].
-    #[error("topic name is {0} characters long, more than 249")]
-    TooLong(usize),
-    /// The name is `.` or `..`.
-    #[error("topic name cannot be \".\" or \"..\"")]
-    DotName,
-    /// The name holds a character outside `[a-zA-Z0-9._-]`.
-    #[error("topic name holds {0:?}; only ASCII letters, digits, '.', '_' and '-' are legal")]
-    IllegalCharacter(char),
-}
 
 impl TopicName {
     /// `name` if Kafka would accept it as a topic name.
@@ -44,28 +27,6 @@ impl TopicName {
     pub fn as_arc(&self) -> &Arc<str> {
         &self.0
     }
-}
-
-fn validate(name: &str) -> Result<(), TopicNameError> {
-    // Kafka's `Topic.validate` order: empty, `.`/`..`, length (in UTF-16 units, as Java's
-    // `String.length()`), then characters.
-    if name.is_empty() {
-        return Err(TopicNameError::Empty);
-    }
-    if name == "." || name == ".." {
-        return Err(TopicNameError::DotName);
-    }
-    let length = name.encode_utf16().count();
-    if length > MAX_TOPIC_NAME_LEN {
-        return Err(TopicNameError::TooLong(length));
-    }
-    if let Some(bad) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
-    {
-        return Err(TopicNameError::IllegalCharacter(bad));
-    }
-    Ok(())
 }
 
 impl fmt::Display for TopicName {

@@ -56,16 +56,9 @@ impl fmt::Display for PartitionId {
     }
 }
 
-/// Kafka's rule for topic names: 1–249 characters of `[A-Za-z0-9._-]`, not `.` or `..`.
-pub fn is_legal_topic_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 249
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
-}
+/// Kafka's rule for topic names (`kaas_volume::topic_name`): a name that passes stays one
+/// directory inside the data directory.
+pub use kaas_volume::topic_name::is_legal as is_legal_topic_name;
 
 /// The directory holding a topic's partitions, relative to the storage root.
 pub fn topic_dir(topic: &str) -> PathBuf {

@@ -27,6 +27,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod topic_name;
+
 /// The cluster-wide files' directory, relative to the data directory.
 pub const CLUSTER_DIR: &str = "__cluster";
 /// In [`CLUSTER_DIR`]: the controller's assignment.
