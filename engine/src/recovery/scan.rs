@@ -9,11 +9,11 @@ use crate::batch::{self, ScanStop};
 use crate::config::LogConfig;
 use crate::error::{EngineError, Result};
 use crate::leader_epoch::LeaderEpochCache;
-use crate::offset_index::{OffsetIndex, OffsetIndexView};
+use crate::offset_index::OffsetIndex;
 use crate::producer_state::ProducerStateTable;
 use crate::segment::{self, ActiveIndex, Segment};
 use crate::storage::{LogFile, Storage};
-use crate::time_index::{TimeIndex, TimeIndexView};
+use crate::time_index::TimeIndex;
 
 use super::FileScope;
 
@@ -69,7 +69,6 @@ pub(super) async fn existing_index_prefix(
     if index.offsets.is_empty() {
         index.bytes_since_entry = u64::MAX;
     }
-    let _ = (OffsetIndexView::new(&[]), TimeIndexView::new(&[]));
     Ok(index)
 }
 
