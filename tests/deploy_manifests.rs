@@ -1,5 +1,5 @@
 //! `deploy/` renders with kustomize (`kubectl kustomize`, what `kubectl apply -k` runs) into
-//! the objects the README promises, with the settings that make io_uring work in a pod. The
+//! the objects deploy/README.md promises, with the settings that make io_uring work in a pod. The
 //! server-side dry run needs a real API server and is not part of this test.
 
 use std::process::Command;

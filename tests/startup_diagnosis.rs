@@ -252,7 +252,7 @@ fn an_nfs_volume_with_lookup_caching_is_refused_in_cluster_mode() {
     assert!(!stderr.contains("it lacks lookupcache=none"), "{stderr}");
     assert!(stderr.contains("actimeo=0"), "{stderr}");
 
-    // Mounted as the README asks (lookupcache=none,actimeo=0): kaas starts.
+    // Mounted as deploy/README.md asks (lookupcache=none,actimeo=0): kaas starts.
     let coherent = mount_table_with_nfs(
         dir.path(),
         &data,

@@ -16,7 +16,7 @@ use crate::error::{EngineError, Result};
 const PROBE_LEN: usize = 4096;
 
 fn probe_path(root: &Path) -> PathBuf {
-    kaas_volume::cluster_dir(root).join(kaas_volume::DMA_PROBE_DIR)
+    kaas_volume::cluster_dir(root).join(kaas_volume::DMA_PROBE_FILE)
 }
 
 /// Makes direct reads work on the executor it is called from. Call once per executor, before

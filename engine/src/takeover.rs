@@ -197,8 +197,9 @@ fn inherit_files(
         if !files.hard_link(&dir.join(name), &segment::log_path(dir, base, epoch))? {
             continue;
         }
-        // A small last segment is adopted and its indexes rebuilt by recovery's scan
-        // (`recovery::start_own_segment`): copying them would only create two files.
+        // A small last segment is adopted and its indexes rebuilt by recovery (the executor's
+        // `Recovery::start_own_segment`, `recovery/mod.rs`): copying them would only create
+        // two files.
         if !(small_tail && Some(base) == last_base) {
             for extension in ["index", "timeindex"] {
                 files.copy_new_file(

@@ -2,8 +2,8 @@
 //! a small multiple of the frame size: random frames, every truncation and every single-bit
 //! flip of valid frames for every served API and version.
 //!
-//! Bound checked here (and stated in the README): peak live heap while decoding one frame is at
-//! most `ALLOC_FACTOR` × frame length + `ALLOC_SLACK` bytes.
+//! Bound checked here (and stated in net/README.md, "Memory bound per request"): peak live
+//! heap while decoding one frame is at most `ALLOC_FACTOR` × frame length + `ALLOC_SLACK` bytes.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

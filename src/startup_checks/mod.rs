@@ -3,7 +3,7 @@
 //! directories, a "shared" volume that is not shared) is one paragraph naming the cause and
 //! the fix, and a distinct exit code, instead of a panic deep in a shard or a silent slowdown.
 //!
-//! Exit codes (also in the README): [`ExitCode`].
+//! Exit codes (also in src/README.md, "Start-up checks and exit codes"): [`ExitCode`].
 
 mod direct_io;
 mod io_uring;

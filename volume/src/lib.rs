@@ -10,15 +10,17 @@
 //!   __cluster/
 //!     assignment.json                      the controller's assignment (cluster mode)
 //!     cluster-id                           the cluster id, created by the first broker
-//!     controller-epoch                     the highest controller epoch seen
+//!     controller-epoch                     the highest controller epoch seen (and its .lock)
 //!     brokers/<id>                         each broker's marker (is the volume shared?)
 //!     topics.json                          a standalone broker's topics and group configs
 //!     producer-id-block                    a standalone broker's reserved producer ids
 //!     producer-id-blocks/                  a cluster's producer-id block claims
 //!     consumer-offsets/<partition>         reserved offsets of `__consumer_offsets`
-//!     dma-probe/                           the start-up O_DIRECT probe's scratch files
+//!     dma-probe                            4 KiB read by each executor at start (glommio's
+//!                                          polled-I/O probe; the engine's `dma_probe`)
 //!   topics/<topic>/<partition>/            a standalone broker's partition
 //!   topics/<topic>@<topic id>/<partition>/ a cluster's partition (the engine's `topic_incarnation`)
+//!   topics/<topic>@<topic id>-delete/      a deleted topic's directory while it is removed
 //!   groups/                                committed offsets and group metadata (`GroupStore`)
 //! ```
 //!
@@ -47,8 +49,9 @@ pub const PRODUCER_ID_BLOCK_FILE: &str = "producer-id-block";
 pub const PRODUCER_ID_BLOCKS_DIR: &str = "producer-id-blocks";
 /// In [`CLUSTER_DIR`]: the reserved offsets of each `__consumer_offsets` partition.
 pub const CONSUMER_OFFSETS_DIR: &str = "consumer-offsets";
-/// In [`CLUSTER_DIR`]: the start-up O_DIRECT probe's scratch directory.
-pub const DMA_PROBE_DIR: &str = "dma-probe";
+/// In [`CLUSTER_DIR`]: the file each executor reads with direct I/O before any other (the
+/// engine's `dma_probe`).
+pub const DMA_PROBE_FILE: &str = "dma-probe";
 
 /// The partitions' directory, relative to the data directory.
 pub const TOPICS_DIR: &str = "topics";

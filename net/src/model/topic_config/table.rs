@@ -1,6 +1,6 @@
 //! Every topic config of Apache Kafka 4.4 (`LogConfig`'s non-internal configs), with Kafka's
 //! type, default, validator and broker synonym, in the order DescribeConfigs lists them.
-//! Which of them change what kaas does is said in the root README.
+//! Which of them change what kaas does is said in net/README.md ("Topic configs").
 
 use super::value::{ConfigSpec, Rule, Synonym, ValueType};
 
