@@ -1,7 +1,9 @@
 //! What IncrementalAlterConfigs and AlterConfigs share: the config overrides of a resource
 //! kind (topic or group) behind one interface, the incremental operations (SET, DELETE,
-//! APPEND, SUBTRACT) applied all-or-nothing, and the answer for BROKER resources, whose
-//! settings are start-up flags in kaas.
+//! APPEND, SUBTRACT) applied all-or-nothing, the whole-set replacement of the legacy API,
+//! one [`ConfigEdit`] type for either API's entries, and the answer for BROKER resources,
+//! whose settings are start-up flags in kaas. No I/O here: the per-resource flow that hops
+//! to the topic admin is in [`super::config_alteration`].
 
 use crate::groups::config::GroupConfig;
 use crate::model::group_configs::{self, GroupConfigOverrides};
@@ -171,6 +173,57 @@ pub fn replace_all(
     Ok(())
 }
 
+/// One resource's entries, as either API gives them.
+pub enum ConfigEdit {
+    /// Legacy AlterConfigs: `(name, value)` pairs that replace the resource's whole set.
+    ReplaceAll(Vec<(String, Option<String>)>),
+    /// IncrementalAlterConfigs: `(name, operation code, value)`, applied in order.
+    Incremental(Vec<(String, i8, Option<String>)>),
+}
+
+impl ConfigEdit {
+    /// The config names, in request order (what a BROKER refusal lists).
+    pub fn names(&self) -> Vec<&str> {
+        match self {
+            ConfigEdit::ReplaceAll(configs) => {
+                configs.iter().map(|(name, _)| name.as_str()).collect()
+            }
+            ConfigEdit::Incremental(operations) => operations
+                .iter()
+                .map(|(name, _, _)| name.as_str())
+                .collect(),
+        }
+    }
+
+    /// Whether the edit replaces the whole set: a topic's then goes to the topic admin as a
+    /// replacement, which in cluster mode rewrites the KafkaTopic's configs as a whole
+    /// rather than sending a diff against this broker's view.
+    pub fn replaces_whole_set(&self) -> bool {
+        matches!(self, ConfigEdit::ReplaceAll(_))
+    }
+
+    /// Applies the edit to `target` ([`replace_all`] or [`apply_incremental`]); the caller
+    /// keeps the result only if it applies.
+    pub fn apply(&self, target: &mut dyn Overrides) -> Result<(), InvalidConfig> {
+        match self {
+            ConfigEdit::ReplaceAll(configs) => {
+                let configs: Vec<(&str, Option<&str>)> = configs
+                    .iter()
+                    .map(|(name, value)| (name.as_str(), value.as_deref()))
+                    .collect();
+                replace_all(target, &configs)
+            }
+            ConfigEdit::Incremental(operations) => {
+                let operations: Vec<Operation<'_>> = operations
+                    .iter()
+                    .map(|(name, operation, value)| (name.as_str(), *operation, value.as_deref()))
+                    .collect();
+                apply_incremental(target, &operations)
+            }
+        }
+    }
+}
+
 /// The answer to altering a BROKER resource: kaas's broker settings are start-up flags, so
 /// every one is refused as Kafka refuses its read-only broker configs.
 pub fn broker_refusal(names: &[&str]) -> (ErrorCode, String) {
@@ -224,6 +277,39 @@ mod tests {
         assert_eq!(target.config.get("retention.ms"), None);
         assert_eq!(target.config.get("segment.ms"), Some("50000"));
         assert!(replace_all(&mut target, &[("segment.ms", Some("0"))]).is_err());
+    }
+
+    #[test]
+    fn config_edits_name_their_entries_and_apply_their_api() {
+        let defaults = TopicDefaults::default();
+        let mut config = TopicConfig::from_pairs([("retention.ms", Some("1000"))]).expect("valid");
+        let mut target = TopicOverrides {
+            config: &mut config,
+            defaults: &defaults,
+        };
+        let incremental = ConfigEdit::Incremental(vec![
+            ("segment.ms".into(), SET, Some("50000".into())),
+            ("cleanup.policy".into(), APPEND, Some("compact".into())),
+        ]);
+        assert_eq!(incremental.names(), ["segment.ms", "cleanup.policy"]);
+        assert!(!incremental.replaces_whole_set());
+        incremental.apply(&mut target).expect("valid");
+        assert_eq!(target.config.get("retention.ms"), Some("1000"));
+        assert_eq!(target.config.get("cleanup.policy"), Some("delete,compact"));
+
+        let replace = ConfigEdit::ReplaceAll(vec![("segment.ms".into(), Some("60000".into()))]);
+        assert_eq!(replace.names(), ["segment.ms"]);
+        assert!(replace.replaces_whole_set());
+        replace.apply(&mut target).expect("valid");
+        assert_eq!(target.config.get("retention.ms"), None);
+        assert_eq!(target.config.get("segment.ms"), Some("60000"));
+        assert_eq!(
+            ConfigEdit::ReplaceAll(vec![("segment.ms".into(), None)])
+                .apply(&mut target)
+                .expect_err("null")
+                .0,
+            "Null value not supported for : segment.ms"
+        );
     }
 
     #[test]

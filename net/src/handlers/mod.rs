@@ -11,6 +11,7 @@ pub mod alter_configs;
 pub mod api_versions;
 pub mod authorized_operations;
 pub mod cluster_metadata;
+pub mod config_alteration;
 pub mod config_changes;
 pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
