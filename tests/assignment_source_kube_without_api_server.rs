@@ -4,14 +4,18 @@
 //! there), or saying that no client configuration exists; and it touches nothing on the
 //! shared volume.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+
+use support::run_to_exit;
 
 /// Runs a cluster broker (`MY_POD_NAME=kaas-0`, no `--assignment-source`: the default) with
 /// `kubeconfig` as `KUBECONFIG`, to its exit; returns whether it succeeded and its stderr.
 fn run_cluster_broker(data: &Path, kubeconfig: &Path) -> (bool, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kaas"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kaas"));
+    command
         .args(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
         .args(["--heartbeat-listen", "127.0.0.1:1"])
         .arg("--data-dir")
@@ -24,27 +28,11 @@ fn run_cluster_broker(data: &Path, kubeconfig: &Path) -> (bool, String) {
         .env_remove("KAAS_ASSIGNMENT_SOURCE")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn kaas");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("kaas kept running without a Kubernetes API server");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr.take() {
-        use std::io::Read;
-        let _ = pipe.read_to_string(&mut stderr);
-    }
+        .stdout(Stdio::null());
+    let (status, stderr) = run_to_exit(
+        &mut command,
+        "kaas kept running without a Kubernetes API server",
+    );
     (status.success(), stderr)
 }
 

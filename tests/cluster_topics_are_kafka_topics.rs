@@ -9,12 +9,12 @@ mod support;
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kaas_net::protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use kaas_net::protocol::Response;
 use kaas_test_support::apiserver;
-use support::{free_port, http_get, WireClient};
+use support::{free_port, http_get, wait_until, WireClient};
 
 const ADMIN: &str = r#"
 import sys
@@ -76,14 +76,6 @@ fn partitions(kafka: SocketAddr, topic: &str) -> Option<usize> {
     };
     let found = &response.topics[0];
     (found.error_code == 0).then_some(found.partitions.len())
-}
-
-fn wait_until(what: &str, bound: Duration, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + bound;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what} within {bound:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 struct Stop(Child);

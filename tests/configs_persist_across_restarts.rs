@@ -3,49 +3,14 @@
 
 mod support;
 
-use kaas_net::protocol::messages::describe_configs::{
-    DescribeConfigsRequest, DescribeConfigsResource,
-};
 use kaas_net::protocol::messages::incremental_alter_configs::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
 };
 use kaas_net::protocol::Response;
-use support::{Kaas, WireClient};
+use support::{describe_configs, Kaas};
 
 const TOPIC: i8 = 2;
 const GROUP: i8 = 32;
-
-/// (value, source) of each named config of a resource.
-fn describe(
-    client: &mut WireClient,
-    resource_type: i8,
-    name: &str,
-    keys: &[&str],
-) -> Vec<(String, i8)> {
-    let request = DescribeConfigsRequest {
-        resources: vec![DescribeConfigsResource {
-            resource_type,
-            resource_name: name.into(),
-            configuration_keys: Some(keys.iter().map(|k| k.to_string()).collect()),
-        }],
-        ..Default::default()
-    };
-    let Response::DescribeConfigs(response) = client.call(4, &request) else {
-        panic!("not DescribeConfigs")
-    };
-    let result = &response.results[0];
-    assert_eq!(result.error_code, 0, "{result:?}");
-    keys.iter()
-        .map(|key| {
-            let entry = result
-                .configs
-                .iter()
-                .find(|c| c.name == *key)
-                .unwrap_or_else(|| panic!("{key} missing from {result:?}"));
-            (entry.value.clone().unwrap_or_default(), entry.config_source)
-        })
-        .collect()
-}
 
 #[test]
 fn topic_and_group_configs_survive_a_restart() {
@@ -90,8 +55,8 @@ fn topic_and_group_configs_survive_a_restart() {
         "consumer.session.timeout.ms",
         "consumer.heartbeat.interval.ms",
     ];
-    let topic_before = describe(&mut client, TOPIC, "configured", &topic_keys);
-    let group_before = describe(&mut client, GROUP, "kept-group", &group_keys);
+    let topic_before = describe_configs(&mut client, TOPIC, "configured", &topic_keys);
+    let group_before = describe_configs(&mut client, GROUP, "kept-group", &group_keys);
     assert_eq!(topic_before[0], ("compact,delete".into(), 1));
     assert_eq!(topic_before[4], ("86400000".into(), 5), "a default");
     assert_eq!(group_before[0], ("50000".into(), 8), "a group override");
@@ -101,11 +66,11 @@ fn topic_and_group_configs_survive_a_restart() {
     kaas.restart();
     let mut client = kaas.client();
     assert_eq!(
-        describe(&mut client, TOPIC, "configured", &topic_keys),
+        describe_configs(&mut client, TOPIC, "configured", &topic_keys),
         topic_before
     );
     assert_eq!(
-        describe(&mut client, GROUP, "kept-group", &group_keys),
+        describe_configs(&mut client, GROUP, "kept-group", &group_keys),
         group_before
     );
 }

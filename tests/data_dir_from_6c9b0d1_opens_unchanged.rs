@@ -31,9 +31,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kaas_engine::batch::encode_batch_for_tests;
 use kaas_net::protocol::messages::consumer_group_heartbeat::ConsumerGroupHeartbeatRequest;
-use kaas_net::protocol::messages::describe_configs::{
-    DescribeConfigsRequest, DescribeConfigsResource,
-};
 use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
 use kaas_net::protocol::messages::incremental_alter_configs::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
@@ -46,7 +43,7 @@ use kaas_net::protocol::messages::offset_commit::{
 use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
 use kaas_net::protocol::messages::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kaas_net::protocol::{Response, Uuid};
-use support::{free_port, http_get, Kaas, WireClient};
+use support::{describe_configs, free_port, wait_for_healthz, Kaas, WireClient};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -403,38 +400,6 @@ fn describe_topic(client: &mut WireClient, topic: &str) -> (Uuid, Vec<i32>) {
     let mut partitions: Vec<i32> = found.partitions.iter().map(|p| p.partition_index).collect();
     partitions.sort();
     (found.topic_id, partitions)
-}
-
-/// (value, source) of each named config of a resource.
-fn describe_configs(
-    client: &mut WireClient,
-    resource_type: i8,
-    name: &str,
-    keys: &[&str],
-) -> Vec<(String, i8)> {
-    let request = DescribeConfigsRequest {
-        resources: vec![DescribeConfigsResource {
-            resource_type,
-            resource_name: name.into(),
-            configuration_keys: Some(keys.iter().map(|k| k.to_string()).collect()),
-        }],
-        ..Default::default()
-    };
-    let Response::DescribeConfigs(response) = client.call(4, &request) else {
-        panic!("not DescribeConfigs")
-    };
-    let result = &response.results[0];
-    assert_eq!(result.error_code, 0, "{result:?}");
-    keys.iter()
-        .map(|key| {
-            let entry = result
-                .configs
-                .iter()
-                .find(|c| c.name == *key)
-                .unwrap_or_else(|| panic!("{key} missing from {result:?}"));
-            (entry.value.clone().unwrap_or_default(), entry.config_source)
-        })
-        .collect()
 }
 
 /// Commits `offsets` (topic, partition, offset, metadata) for `group`; asserts success.
@@ -827,20 +792,8 @@ impl OtherBuild {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn the old kaas");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("the old kaas exited during start-up: {status}");
-            }
-            if http_get(admin, "/healthz").is_some_and(|(code, _)| code == 200) {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the old kaas did not become ready"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let ready = wait_for_healthz(&mut child, admin, "the old kaas exited during start-up");
+        assert!(ready, "the old kaas did not become ready");
         OtherBuild {
             child: Some(child),
             kafka,

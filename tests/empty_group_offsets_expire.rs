@@ -22,7 +22,7 @@ use kaas_net::protocol::messages::offset_delete::{
 use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
 use kaas_net::protocol::messages::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kaas_net::protocol::Response;
-use support::{Kaas, WireClient};
+use support::{wait_until, Kaas, WireClient};
 
 const TOPIC: &str = "retained";
 /// Short enough for a test, long enough that "not yet" checks have seconds to spare.
@@ -178,14 +178,6 @@ fn delete_group(client: &mut WireClient, group: &str) -> i16 {
         panic!("not DeleteGroups")
     };
     deleted.results[0].error_code
-}
-
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]

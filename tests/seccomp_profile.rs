@@ -8,9 +8,8 @@ mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use support::{free_port, http_get};
+use support::{free_port, wait_for_healthz};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -43,15 +42,8 @@ fn kaas_serves_a_real_client_under_the_shipped_profile() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut command, kafka, admin) = under_profile(None, dir.path());
     let mut child = command.stderr(Stdio::inherit()).spawn().expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut ready = false;
-    while Instant::now() < deadline && !ready {
-        if let Some(status) = child.try_wait().expect("wait") {
-            panic!("kaas exited under the profile: {status}");
-        }
-        ready = http_get(([127, 0, 0, 1], admin).into(), "/healthz").is_some_and(|r| r.0 == 200);
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let admin = ([127, 0, 0, 1], admin).into();
+    let ready = wait_for_healthz(&mut child, admin, "kaas exited under the profile");
     let client = ready.then(|| {
         Command::new("python3")
             .arg(format!("{ROOT}/tests/deploy/produce_consume.py"))

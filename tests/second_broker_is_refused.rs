@@ -8,14 +8,14 @@ mod support;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use support::{free_port, Kaas};
+use support::{free_port, run_to_exit, Kaas};
 
 /// Runs a second `kaas` to its exit (it must exit by itself); returns its status and stderr.
 fn run_second(listen: SocketAddr, data_dir: &Path) -> (std::process::ExitStatus, String) {
     let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kaas"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kaas"));
+    command
         .arg("--listen")
         .arg(listen.to_string())
         .arg("--admin-listen")
@@ -25,27 +25,11 @@ fn run_second(listen: SocketAddr, data_dir: &Path) -> (std::process::ExitStatus,
         .env_remove("MY_POD_NAME")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn the second kaas");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            let mut stderr = String::new();
-            if let Some(mut pipe) = child.stderr.take() {
-                use std::io::Read;
-                let _ = pipe.read_to_string(&mut stderr);
-            }
-            return (status, stderr);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the second broker is still running: it was not refused");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        .stdout(Stdio::null());
+    run_to_exit(
+        &mut command,
+        "the second broker is still running: it was not refused",
+    )
 }
 
 fn first_pid_named(stderr: &str, first: &Kaas) -> bool {

@@ -9,9 +9,9 @@ mod support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
-use support::{free_port, http_get};
+use support::{free_port, run_to_exit, wait_for_healthz};
 
 /// A kaas command on fresh loopback ports; `data_dir` as given.
 fn kaas(program: &[&str], data_dir: &Path) -> (Command, std::net::SocketAddr) {
@@ -35,37 +35,10 @@ fn kaas(program: &[&str], data_dir: &Path) -> (Command, std::net::SocketAddr) {
     (command, admin)
 }
 
-/// Runs `command` to its exit (killed after 30 s): exit code and stderr.
-fn run_to_exit(command: &mut Command) -> (Option<i32>, String) {
-    let mut child = command.spawn().expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if child.try_wait().expect("wait").is_some() {
-            let output = child.wait_with_output().expect("output");
-            return (
-                output.status.code(),
-                String::from_utf8_lossy(&output.stderr).into_owned(),
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("kaas did not exit within 30 s");
-}
-
 /// Starts `command`, waits for `/healthz` on `admin`, then stops it with SIGTERM.
 fn starts_and_stops(command: &mut Command, admin: std::net::SocketAddr) {
     let mut child = command.stderr(Stdio::inherit()).spawn().expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut ready = false;
-    while Instant::now() < deadline && !ready {
-        if let Some(status) = child.try_wait().expect("wait") {
-            panic!("kaas exited during start-up: {status}");
-        }
-        ready = http_get(admin, "/healthz").is_some_and(|(code, _)| code == 200);
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let ready = wait_for_healthz(&mut child, admin, "kaas exited during start-up");
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().expect("wait");
@@ -78,8 +51,8 @@ fn a_memlock_limit_below_glommios_floor_is_explained() {
     let dir = tempfile::tempdir().expect("tempdir");
     // 511 KiB: one byte under what glommio 0.9 needs to build a ring.
     let (mut command, _) = kaas(&["prlimit", "--memlock=523264"], dir.path());
-    let (code, stderr) = run_to_exit(&mut command);
-    assert_eq!(code, Some(11), "{stderr}");
+    let (status, stderr) = run_to_exit(&mut command, "kaas did not exit within 30 s");
+    assert_eq!(status.code(), Some(11), "{stderr}");
     assert!(stderr.contains("locked-memory limit"), "{stderr}");
     assert!(stderr.contains("511 KiB"), "{stderr}");
     assert!(stderr.contains("Fix:"), "{stderr}");
@@ -115,8 +88,8 @@ fn a_data_directory_without_direct_io_is_explained() {
     let ramfs = Ramfs::mount();
     let data = ramfs.0.path().join("data");
     let (mut command, _) = kaas(&["env"], &data);
-    let (code, stderr) = run_to_exit(&mut command);
-    assert_eq!(code, Some(12), "{stderr}");
+    let (status, stderr) = run_to_exit(&mut command, "kaas did not exit within 30 s");
+    assert_eq!(status.code(), Some(12), "{stderr}");
     assert!(stderr.contains("does not support direct I/O"), "{stderr}");
     assert!(stderr.contains("ramfs"), "{stderr}");
     // The probe leaves nothing behind.
@@ -152,8 +125,8 @@ fn a_volume_without_the_other_brokers_markers_is_not_shared() {
         &["env", "MY_POD_NAME=kaas-0", "KAAS_ASSIGNMENT_SOURCE=file"],
         &data,
     );
-    let (code, stderr) = run_to_exit(&mut command);
-    assert_eq!(code, Some(13), "{stderr}");
+    let (status, stderr) = run_to_exit(&mut command, "kaas did not exit within 30 s");
+    assert_eq!(status.code(), Some(13), "{stderr}");
     assert!(stderr.contains("does not look shared"), "{stderr}");
     assert!(stderr.contains("broker(s) 1, 2"), "{stderr}");
     assert!(stderr.contains("ReadWriteMany"), "{stderr}");
@@ -238,8 +211,8 @@ fn an_nfs_volume_with_lookup_caching_is_refused_in_cluster_mode() {
         "rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys",
     );
     let (mut command, _) = kaas_seeing_mounts(&defaults, &data);
-    let (code, stderr) = run_to_exit(&mut command);
-    assert_eq!(code, Some(14), "{stderr}");
+    let (status, stderr) = run_to_exit(&mut command, "kaas did not exit within 30 s");
+    assert_eq!(status.code(), Some(14), "{stderr}");
     assert!(stderr.contains("breaks the partition fence"), "{stderr}");
     assert!(stderr.contains("lookupcache=none"), "{stderr}");
     assert!(stderr.contains("actimeo=0"), "{stderr}");
@@ -247,8 +220,8 @@ fn an_nfs_volume_with_lookup_caching_is_refused_in_cluster_mode() {
     // Only the lookup cache turned off: the attribute caching is still named.
     let lookups_off = mount_table_with_nfs(dir.path(), &data, "rw,vers=4.2,lookupcache=none");
     let (mut command, _) = kaas_seeing_mounts(&lookups_off, &data);
-    let (code, stderr) = run_to_exit(&mut command);
-    assert_eq!(code, Some(14), "{stderr}");
+    let (status, stderr) = run_to_exit(&mut command, "kaas did not exit within 30 s");
+    assert_eq!(status.code(), Some(14), "{stderr}");
     assert!(!stderr.contains("it lacks lookupcache=none"), "{stderr}");
     assert!(stderr.contains("actimeo=0"), "{stderr}");
 

@@ -10,12 +10,15 @@ pub mod tcp_proxy;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kaas_net::protocol::messages::create_topics::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
+};
+use kaas_net::protocol::messages::describe_configs::{
+    DescribeConfigsRequest, DescribeConfigsResource,
 };
 use kaas_net::protocol::messages::init_producer_id::InitProducerIdRequest;
 use kaas_net::protocol::messages::produce::{
@@ -71,22 +74,10 @@ impl Kaas {
             Some(dir) => command.arg("--data-dir").arg(dir),
             None => command.arg("--in-memory"),
         };
-        self.child = Some(command.spawn().expect("spawn kaas"));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!("kaas exited during start-up: {status}");
-            }
-            if http_get(self.admin, "/healthz").is_some_and(|(code, _)| code == 200) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        let child = self.child.insert(command.spawn().expect("spawn kaas"));
+        if !wait_for_healthz(child, self.admin, "kaas exited during start-up") {
+            panic!("kaas did not become ready");
         }
-        panic!("kaas did not become ready");
     }
 
     /// Sends SIGTERM and waits for a clean exit; returns whether it exited with success.
@@ -142,6 +133,51 @@ impl Kaas {
 impl Drop for Kaas {
     fn drop(&mut self) {
         self.kill9();
+    }
+}
+
+/// Waits up to 30 s for `/healthz` on `admin` to answer 200; returns whether it did. Panics
+/// with `exited` and the status if `child` exits first.
+pub fn wait_for_healthz(child: &mut Child, admin: SocketAddr, exited: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().expect("wait") {
+            panic!("{exited}: {status}");
+        }
+        if http_get(admin, "/healthz").is_some_and(|(code, _)| code == 200) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Runs `command` (a kaas expected to stop by itself) with stderr piped until it exits: its
+/// status and stderr. After 30 s it is killed and the test fails with `still_running`.
+pub fn run_to_exit(command: &mut Command, still_running: &str) -> (ExitStatus, String) {
+    let mut child = command.stderr(Stdio::piped()).spawn().expect("spawn kaas");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            let output = child.wait_with_output().expect("output");
+            let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+            return (output.status, stderr);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{still_running}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Polls `done` every 100 ms until it holds; fails the test, naming `what`, after `bound`.
+pub fn wait_until(what: &str, bound: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + bound;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {bound:?}");
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -364,4 +400,36 @@ pub fn produce_request(topic: &str, batches: Vec<(i32, Vec<u8>)>) -> ProduceRequ
         }],
         ..Default::default()
     }
+}
+
+/// (value, source) of each named config of a resource.
+pub fn describe_configs(
+    client: &mut WireClient,
+    resource_type: i8,
+    name: &str,
+    keys: &[&str],
+) -> Vec<(String, i8)> {
+    let request = DescribeConfigsRequest {
+        resources: vec![DescribeConfigsResource {
+            resource_type,
+            resource_name: name.into(),
+            configuration_keys: Some(keys.iter().map(|k| k.to_string()).collect()),
+        }],
+        ..Default::default()
+    };
+    let Response::DescribeConfigs(response) = client.call(4, &request) else {
+        panic!("not DescribeConfigs")
+    };
+    let result = &response.results[0];
+    assert_eq!(result.error_code, 0, "{result:?}");
+    keys.iter()
+        .map(|key| {
+            let entry = result
+                .configs
+                .iter()
+                .find(|c| c.name == *key)
+                .unwrap_or_else(|| panic!("{key} missing from {result:?}"));
+            (entry.value.clone().unwrap_or_default(), entry.config_source)
+        })
+        .collect()
 }
