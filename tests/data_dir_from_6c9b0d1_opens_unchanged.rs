@@ -660,7 +660,7 @@ fn opens_unchanged(variant: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let data_dir = dir.path().join("data");
     copy_dir(&fixture.join("data"), &data_dir);
-    let topics_file = data_dir.join("__cluster/topics.json");
+    let topics_file = kaas_volume::cluster_dir(&data_dir).join(kaas_volume::TOPICS_FILE);
     let old_topics_file = std::fs::read(&topics_file).expect("the fixture has topics.json");
 
     let mut kaas = start_today(&data_dir);

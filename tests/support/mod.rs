@@ -26,12 +26,27 @@ use kaas_net::protocol::messages::produce::{
 };
 use kaas_net::protocol::{decode_response, encode_request, ApiMessage, RequestHeader, Response};
 
-/// A free loopback port (bound and released; good enough for tests on one machine).
+/// A loopback port no listener holds now, below the kernel's ephemeral range (Linux hands
+/// out 32768 and up): a port taken from that range, released and bound again later by a
+/// broker can meanwhile become the local port of some outgoing connection (a client's, a
+/// broker's), and the broker's bind then fails with "address in use". Ports are taken in
+/// turn from a start that differs per test process, so two tests of one process never get
+/// the same one.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 10_000;
+    const SPAN: u32 = 22_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let start = std::process::id().wrapping_mul(7_919) % SPAN;
+    let _ = NEXT.compare_exchange(u32::MAX, start, Ordering::Relaxed, Ordering::Relaxed);
+    for _ in 0..SPAN {
+        let port = u16::try_from(FIRST + NEXT.fetch_add(1, Ordering::Relaxed) % SPAN)
+            .expect("below 32000");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port between {FIRST} and {}", FIRST + SPAN);
 }
 
 /// A `kaas` broker process, killed when dropped.

@@ -367,7 +367,7 @@ fn a_silent_broker_on_an_open_stream_ages_out_by_the_controllers_clock() {
     // age-out (the silent broker's stream stays open throughout): the controller ages it out
     // by its own clock, woken at the age-out (or by the next ping of broker 0's own client).
     let dir = tempfile::tempdir().expect("temp dir");
-    let cluster = dir.path().join("__cluster");
+    let cluster = kaas_volume::cluster_dir(dir.path());
     let mut harness = Harness::start_ticking(dir, cluster, Duration::from_secs(600));
     harness.topics(&[("orders", 4)]);
     harness.ready(&[0, 1]);
