@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use kaas_engine::batch::encode_batch_for_tests;
 use kaas_net::protocol::messages::consumer_group_heartbeat::ConsumerGroupHeartbeatRequest;
-use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
 use kaas_net::protocol::messages::incremental_alter_configs::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
 };
@@ -43,7 +42,7 @@ use kaas_net::protocol::messages::offset_commit::{
 use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
 use kaas_net::protocol::messages::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kaas_net::protocol::{Response, Uuid};
-use support::{describe_configs, free_port, wait_for_healthz, Kaas, WireClient};
+use support::{describe_configs, fetch_at, free_port, wait_for_healthz, Kaas, WireClient};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -342,30 +341,7 @@ fn read_log(client: &mut WireClient, topic: &str, partition: i32) -> (Vec<Record
     let mut records: Vec<Record> = Vec::new();
     loop {
         let fetch_offset = records.last().map_or(0, |r| r.offset + 1);
-        let request = FetchRequest {
-            max_wait_ms: 0,
-            min_bytes: 0,
-            max_bytes: 50 << 20,
-            topics: vec![FetchTopic {
-                topic: topic.into(),
-                partitions: vec![FetchPartition {
-                    partition,
-                    fetch_offset,
-                    partition_max_bytes: 50 << 20,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let Response::Fetch(response) = client.call(12, &request) else {
-            panic!("not a fetch response")
-        };
-        let data = &response.responses[0].partitions[0];
-        assert_eq!(
-            data.error_code, 0,
-            "fetching {topic}-{partition} at {fetch_offset}"
-        );
+        let data = fetch_at(client, topic, partition, fetch_offset);
         let before = records.len();
         records.extend(
             decode_records(data.records.as_deref().unwrap_or_default())

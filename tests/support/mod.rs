@@ -348,6 +348,43 @@ impl WireClient {
     }
 }
 
+/// One Fetch (no wait, up to 50 MiB) of `topic`-`partition` from `fetch_offset`; the
+/// partition's answer, which must carry no error.
+pub fn fetch_at(
+    client: &mut WireClient,
+    topic: &str,
+    partition: i32,
+    fetch_offset: i64,
+) -> kaas_net::protocol::messages::fetch::PartitionData {
+    use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
+    let request = FetchRequest {
+        max_wait_ms: 0,
+        min_bytes: 0,
+        max_bytes: 50 << 20,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            partitions: vec![FetchPartition {
+                partition,
+                fetch_offset,
+                partition_max_bytes: 50 << 20,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let Response::Fetch(mut response) = client.call(12, &request) else {
+        panic!("not a fetch response")
+    };
+    let data = response.responses.swap_remove(0).partitions.swap_remove(0);
+    assert_eq!(
+        data.error_code, 0,
+        "fetching {topic}-{partition} at {fetch_offset} (log start {}, high watermark {})",
+        data.log_start_offset, data.high_watermark
+    );
+    data
+}
+
 /// The headers of every batch of `topic`'s `partition` at the broker `client` talks to, from
 /// offset 0 to the high watermark (one fetch per round, no waiting). A stored batch keeps the
 /// producer's CRC (the base offset and leader epoch the broker stamps are outside it), so the
@@ -357,35 +394,10 @@ pub fn fetch_batches(
     topic: &str,
     partition: i32,
 ) -> Vec<kaas_engine::batch::BatchHeader> {
-    use kaas_net::protocol::messages::fetch::{FetchPartition, FetchRequest, FetchTopic};
     let mut headers: Vec<kaas_engine::batch::BatchHeader> = Vec::new();
     loop {
         let fetch_offset = headers.last().map_or(0, |h| h.next_offset());
-        let request = FetchRequest {
-            max_wait_ms: 0,
-            min_bytes: 0,
-            max_bytes: 50 << 20,
-            topics: vec![FetchTopic {
-                topic: topic.into(),
-                partitions: vec![FetchPartition {
-                    partition,
-                    fetch_offset,
-                    partition_max_bytes: 50 << 20,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let Response::Fetch(response) = client.call(12, &request) else {
-            panic!("not a fetch response")
-        };
-        let data = &response.responses[0].partitions[0];
-        assert_eq!(
-            data.error_code, 0,
-            "fetching {topic}-{partition} at {fetch_offset} (log start {}, high watermark {})",
-            data.log_start_offset, data.high_watermark
-        );
+        let data = fetch_at(client, topic, partition, fetch_offset);
         let records = data.records.clone().unwrap_or_default();
         let before = headers.len();
         headers.extend(kaas_engine::batch::scan_batches(&records, 0).map(|b| b.header));
