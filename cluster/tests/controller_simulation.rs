@@ -51,7 +51,7 @@ use kaas_cluster::ids::{
 use kaas_cluster::open_state::OpenState;
 use kaas_cluster::takeover::plan_takeover;
 use kaas_cluster::view::{ClusterView, TopicInfo};
-use support::Rng;
+use support::{run_seeds, Rng};
 
 const STEP_MS: u64 = 100;
 const FAULT_MS: u64 = 60_000;
@@ -989,37 +989,14 @@ fn simulate(seed: u64) -> Sim<Stats> {
     Ok(world.stats)
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
 #[test]
 fn controllers_brokers_and_the_fence_hold_their_invariants_and_converge() {
-    let seeds: Vec<u64> = match env_u64("KAAS_SIM_SEED") {
-        Some(seed) => vec![seed],
-        None => {
-            let runs = env_u64("KAAS_SIM_RUNS").unwrap_or(40);
-            let base = Rng::new(0x636f_6e74).next_u64();
-            (0..runs).map(|i| base.wrapping_add(i)).collect()
-        }
-    };
     let mut total = Stats::default();
-    for seed in seeds {
-        let outcome = std::panic::catch_unwind(|| simulate(seed));
-        match outcome {
-            Ok(Ok(stats)) => {
-                total.stale_writes += stats.stale_writes;
-                total.refused_claims += stats.refused_claims;
-                total.fenced_flushes += stats.fenced_flushes;
-                total.terms += stats.terms;
-            }
-            Ok(Err(message)) => {
-                panic!(
-                    "simulation failed with seed {seed} (replay: KAAS_SIM_SEED={seed}): {message}"
-                )
-            }
-            Err(_) => panic!("simulation panicked with seed {seed} (replay: KAAS_SIM_SEED={seed})"),
-        }
-    }
+    run_seeds(0x636f_6e74, 40, simulate, |stats: Stats| {
+        total.stale_writes += stats.stale_writes;
+        total.refused_claims += stats.refused_claims;
+        total.fenced_flushes += stats.fenced_flushes;
+        total.terms += stats.terms;
+    });
     eprintln!("{total:?}");
 }

@@ -28,7 +28,7 @@ use kaas_cluster::follower::{AssignmentFollower, Offer};
 use kaas_cluster::ids::{BrokerId, ControllerEpoch, GroupId};
 use kaas_cluster::takeover::plan_takeover;
 use kaas_cluster::view::ClusterView;
-use support::{assignment_of, expected, random_shape, Rng, ShardModel, GROUP_POOL};
+use support::{assignment_of, expected, random_shape, run_seeds, Rng, ShardModel, GROUP_POOL};
 
 struct Broker {
     me: BrokerId,
@@ -248,30 +248,7 @@ fn write(epoch: u64, version: u64, rng: &mut Rng, written: &mut Vec<Vec<u8>>) ->
     bytes
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
 #[test]
 fn follower_and_takeover_hold_their_invariants() {
-    let seeds: Vec<u64> = match env_u64("KAAS_SIM_SEED") {
-        Some(seed) => vec![seed],
-        None => {
-            let runs = env_u64("KAAS_SIM_RUNS").unwrap_or(100);
-            let base = Rng::new(0x6b61_6173).next_u64();
-            (0..runs).map(|i| base.wrapping_add(i)).collect()
-        }
-    };
-    for seed in seeds {
-        let outcome = std::panic::catch_unwind(|| simulate(seed));
-        match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(message)) => {
-                panic!(
-                    "simulation failed with seed {seed} (replay: KAAS_SIM_SEED={seed}): {message}"
-                )
-            }
-            Err(_) => panic!("simulation panicked with seed {seed} (replay: KAAS_SIM_SEED={seed})"),
-        }
-    }
+    run_seeds(0x6b61_6173, 100, simulate, |()| {});
 }

@@ -36,7 +36,7 @@ use kaas_cluster::ids::ControllerEpoch;
 use kaas_cluster::lease::{
     Action, Answer, Campaign, CampaignConfig, Event, Input, MonotonicTime, ObservedLease, Request,
 };
-use support::Rng;
+use support::{run_seeds, Rng};
 
 const STEP_MS: u64 = 10;
 const FAULT_MS: u64 = 60_000;
@@ -660,39 +660,16 @@ fn simulate(seed: u64) -> Sim<Stats> {
     Ok(world.stats)
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
-}
-
 #[test]
 fn at_most_one_broker_may_write_epochs_rise_and_a_leader_emerges_after_faults() {
-    let seeds: Vec<u64> = match env_u64("KAAS_SIM_SEED") {
-        Some(seed) => vec![seed],
-        None => {
-            let runs = env_u64("KAAS_SIM_RUNS").unwrap_or(40);
-            let base = Rng::new(0x6c65_6173).next_u64();
-            (0..runs).map(|i| base.wrapping_add(i)).collect()
-        }
-    };
     let mut total = Stats::default();
-    for seed in seeds {
-        let outcome = std::panic::catch_unwind(|| simulate(seed));
-        match outcome {
-            Ok(Ok(stats)) => {
-                total.acquisitions += stats.acquisitions;
-                total.expired_take_overs += stats.expired_take_overs;
-                total.conflicts += stats.conflicts;
-                total.failed_requests += stats.failed_requests;
-                total.releases += stats.releases;
-                total.outages += stats.outages;
-            }
-            Ok(Err(message)) => {
-                panic!(
-                    "simulation failed with seed {seed} (replay: KAAS_SIM_SEED={seed}): {message}"
-                )
-            }
-            Err(_) => panic!("simulation panicked with seed {seed} (replay: KAAS_SIM_SEED={seed})"),
-        }
-    }
+    run_seeds(0x6c65_6173, 40, simulate, |stats: Stats| {
+        total.acquisitions += stats.acquisitions;
+        total.expired_take_overs += stats.expired_take_overs;
+        total.conflicts += stats.conflicts;
+        total.failed_requests += stats.failed_requests;
+        total.releases += stats.releases;
+        total.outages += stats.outages;
+    });
     eprintln!("{total:?}");
 }

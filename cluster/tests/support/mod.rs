@@ -272,3 +272,38 @@ pub fn expected(view: &ClusterView, adopted_before: &[GroupId]) -> ShardModel {
     }
     model
 }
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// Runs `simulate` for each seed and hands each run's result to `add`: `KAAS_SIM_SEED=<seed>`
+/// replays one run, otherwise `KAAS_SIM_RUNS` runs (default `default_runs`) from seeds that
+/// `salt` derives. A failed or panicking run fails the test naming its seed and how to
+/// replay it.
+pub fn run_seeds<S>(
+    salt: u64,
+    default_runs: u64,
+    simulate: impl Fn(u64) -> Result<S, String> + std::panic::RefUnwindSafe,
+    mut add: impl FnMut(S),
+) {
+    let seeds: Vec<u64> = match env_u64("KAAS_SIM_SEED") {
+        Some(seed) => vec![seed],
+        None => {
+            let runs = env_u64("KAAS_SIM_RUNS").unwrap_or(default_runs);
+            let base = Rng::new(salt).next_u64();
+            (0..runs).map(|i| base.wrapping_add(i)).collect()
+        }
+    };
+    for seed in seeds {
+        match std::panic::catch_unwind(|| simulate(seed)) {
+            Ok(Ok(outcome)) => add(outcome),
+            Ok(Err(message)) => {
+                panic!(
+                    "simulation failed with seed {seed} (replay: KAAS_SIM_SEED={seed}): {message}"
+                )
+            }
+            Err(_) => panic!("simulation panicked with seed {seed} (replay: KAAS_SIM_SEED={seed})"),
+        }
+    }
+}
