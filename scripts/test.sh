@@ -6,6 +6,8 @@
 # checks that kaas survives a glommio race widened on purpose (scripts/glommio-race-check.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A fresh build gains nothing from incremental state, and it costs disk.
+export CARGO_INCREMENTAL=0
 
 step() { printf '\n==> %s\n' "$*"; }
 
