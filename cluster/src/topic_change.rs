@@ -1,6 +1,7 @@
-//! Topic changes of cluster mode as plain data: what a broker asks whoever keeps the
-//! cluster's topic list (the KafkaTopic resources, served on the cluster core's runtime) to
-//! do, and the answer, a Kafka error code and message.
+//! Topic changes as plain data: what a broker asks whoever keeps the cluster's topic list to
+//! do (in cluster mode the KafkaTopic resources, served on the cluster core's runtime; a
+//! standalone broker's own `topics.json`, served on its shard 0), and the answer, a Kafka
+//! error code and message.
 //!
 //! The broker validates a change completely before it sends it (names, partition counts,
 //! configs: the same rules as a standalone broker), makes the topic id of a new topic, and
@@ -29,6 +30,10 @@ pub mod codes {
     pub const INVALID_PARTITIONS: i16 = 37;
     /// INVALID_CONFIG.
     pub const INVALID_CONFIG: i16 = 40;
+    /// INVALID_REQUEST.
+    pub const INVALID_REQUEST: i16 = 42;
+    /// KAFKA_STORAGE_ERROR.
+    pub const KAFKA_STORAGE_ERROR: i16 = 56;
 }
 
 /// One topic change, validated by the broker that sends it.
@@ -75,17 +80,27 @@ pub enum TopicChange {
         /// Every override the topic has afterwards.
         configs: BTreeMap<String, String>,
     },
+    /// Replace a consumer group's config overrides as a whole (AlterConfigs and
+    /// IncrementalAlterConfigs on a GROUP resource, after the broker applied them): the
+    /// group's full set afterwards; an empty set removes them.
+    ReplaceGroupConfigs {
+        /// The group id.
+        group: String,
+        /// Every override the group has afterwards.
+        configs: BTreeMap<String, String>,
+    },
 }
 
 impl TopicChange {
-    /// The topic the change is about.
-    pub fn topic(&self) -> &TopicName {
+    /// The topic the change is about (`None` for a group's configs).
+    pub fn topic(&self) -> Option<&TopicName> {
         match self {
             TopicChange::Create { topic, .. }
             | TopicChange::Delete { topic }
             | TopicChange::AddPartitions { topic, .. }
             | TopicChange::AlterConfigs { topic, .. }
-            | TopicChange::ReplaceConfigs { topic, .. } => topic,
+            | TopicChange::ReplaceConfigs { topic, .. } => Some(topic),
+            TopicChange::ReplaceGroupConfigs { .. } => None,
         }
     }
 }
@@ -161,7 +176,10 @@ mod tests {
         let request = TopicChangeRequest::new(TopicChange::Delete { topic }, move |answer| {
             let _ = sender.send(answer);
         });
-        assert_eq!(request.change.topic().as_str(), "orders");
+        assert_eq!(
+            request.change.topic().map(TopicName::as_str),
+            Some("orders")
+        );
         request.answer(Err(TopicChangeRefusal::new(
             codes::UNKNOWN_TOPIC_OR_PARTITION,
             "gone",

@@ -154,6 +154,8 @@ fn stand_in(
                         None => Some(codes::UNKNOWN_TOPIC_OR_PARTITION),
                     }
                 }
+                // The KafkaTopic resources keep no group configs.
+                TopicChange::ReplaceGroupConfigs { .. } => Some(codes::INVALID_REQUEST),
             };
             match refusal {
                 Some(code) => request.answer(Err(TopicChangeRefusal::new(code, "refused"))),
@@ -346,24 +348,13 @@ fn topic_changes_are_sent_validated_and_answered_once_the_view_shows_them() {
     assert_eq!(partitions(&mut client, 5, false), 0);
     assert_eq!(client.metadata("orders", false).partitions.len(), 5);
 
-    // Configs: only the changed keys go out; group configs are refused.
-    let alter = |client: &mut Client, resource_type: i8, name: &str| {
+    // Configs: only the changed keys go out; group configs are checked, then refused.
+    let alter_with = |client: &mut Client, resource_type: i8, name: &str, configs| {
         let request = IncrementalAlterConfigsRequest {
             resources: vec![AlterConfigsResource {
                 resource_type,
                 resource_name: name.into(),
-                configs: vec![
-                    AlterableConfig {
-                        name: "retention.ms".into(),
-                        config_operation: 1,
-                        value: None,
-                    },
-                    AlterableConfig {
-                        name: "cleanup.policy".into(),
-                        config_operation: 0,
-                        value: Some("compact".into()),
-                    },
-                ],
+                configs,
             }],
             validate_only: false,
         };
@@ -371,6 +362,21 @@ fn topic_changes_are_sent_validated_and_answered_once_the_view_shows_them() {
             Response::IncrementalAlterConfigs(r) => r.responses[0].clone(),
             other => panic!("unexpected {other:?}"),
         }
+    };
+    let alter = |client: &mut Client, resource_type: i8, name: &str| {
+        let configs = vec![
+            AlterableConfig {
+                name: "retention.ms".into(),
+                config_operation: 1,
+                value: None,
+            },
+            AlterableConfig {
+                name: "cleanup.policy".into(),
+                config_operation: 0,
+                value: Some("compact".into()),
+            },
+        ];
+        alter_with(client, resource_type, name, configs)
     };
     assert_eq!(alter(&mut client, 2, "orders").error_code, 0);
     assert_eq!(
@@ -383,10 +389,27 @@ fn topic_changes_are_sent_validated_and_answered_once_the_view_shows_them() {
             ]),
         })
     );
+    // A group's configs go the same way, as the group's whole set; the KafkaTopic service
+    // (here its stand-in) keeps none and refuses them with INVALID_REQUEST.
     let before = sent();
-    let group = alter(&mut client, 32, "billing");
-    assert_eq!(group.error_code, 42, "{group:?}");
+    let topic_configs_on_a_group = alter(&mut client, 32, "billing");
+    assert_eq!(
+        topic_configs_on_a_group.error_code, 40,
+        "{topic_configs_on_a_group:?}"
+    );
     assert_eq!(sent(), before);
+    let session = vec![AlterableConfig {
+        name: "consumer.session.timeout.ms".into(),
+        config_operation: 0,
+        value: Some("50000".into()),
+    }];
+    let group = alter_with(&mut client, 32, "billing", session);
+    assert_eq!(group.error_code, 42, "{group:?}");
+    assert_eq!(sent(), before + 1);
+    assert!(matches!(
+        log.lock().unwrap().last(),
+        Some(TopicChange::ReplaceGroupConfigs { group, .. }) if group == "billing"
+    ));
 
     // Legacy AlterConfigs sends the request's set as the new full set (not a diff against
     // this broker's view), even when the view already shows exactly that set.

@@ -123,7 +123,18 @@ pub async fn carry_out(store: &TopicStore, change: &TopicChange) -> TopicChangeA
                 .await
                 .map(|p| p.is_some()),
         ),
+        TopicChange::ReplaceGroupConfigs { group, .. } => Err(group_configs_not_kept(group)),
     }
+}
+
+/// The refusal of a consumer-group config change: the KafkaTopic resources keep topics only.
+fn group_configs_not_kept(group: &str) -> TopicChangeRefusal {
+    TopicChangeRefusal::new(
+        codes::INVALID_REQUEST,
+        format!(
+            "Consumer group configs are not kept in cluster mode yet: group '{group}' keeps the broker's group settings"
+        ),
+    )
 }
 
 /// The answer to a create.
@@ -193,6 +204,18 @@ mod tests {
 
     fn topic() -> TopicName {
         TopicName::new("orders").unwrap()
+    }
+
+    #[test]
+    fn group_config_changes_are_refused_with_a_reason() {
+        let refusal = group_configs_not_kept("g");
+        assert_eq!(refusal.code, codes::INVALID_REQUEST);
+        assert!(
+            refusal.message.contains("cluster mode"),
+            "{}",
+            refusal.message
+        );
+        assert!(refusal.message.contains("'g'"), "{}", refusal.message);
     }
 
     fn failure() -> KubeAdapterError {

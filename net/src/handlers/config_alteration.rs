@@ -12,7 +12,7 @@ use crate::handlers::config_changes::{broker_refusal, ConfigEdit, GroupOverrides
 use crate::handlers::describe_configs::{
     unnamed_group, RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC,
 };
-use crate::handlers::with_topic_admin;
+use crate::handlers::with_topic_changes;
 use crate::model::group_configs::GroupConfigOverrides;
 use crate::model::topic_config::TopicConfig;
 use crate::protocol::ErrorCode;
@@ -70,7 +70,7 @@ async fn alter_resource(
     validate_only: bool,
 ) -> Result<(), (ErrorCode, String)> {
     match resource_type {
-        RESOURCE_TOPIC => with_topic_admin(shard, move |admin_shard, changes| async move {
+        RESOURCE_TOPIC => with_topic_changes(shard, move |admin_shard, changes| async move {
             let defaults = admin_shard.config.topic_defaults.clone();
             let replaces_whole_set = edit.replaces_whole_set();
             let change = |config: &mut TopicConfig| {
@@ -92,7 +92,7 @@ async fn alter_resource(
         .await
         .map_err(|e| (e.code, e.message)),
         RESOURCE_GROUP if name.is_empty() => Err(unnamed_group()),
-        RESOURCE_GROUP => with_topic_admin(shard, move |admin_shard, changes| async move {
+        RESOURCE_GROUP => with_topic_changes(shard, move |admin_shard, changes| async move {
             let broker = admin_shard.config.groups.clone();
             let change = |config: &mut GroupConfigOverrides| {
                 edit.apply(&mut GroupOverrides {

@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use crate::handlers::with_topic_admin;
+use crate::handlers::with_topic_changes;
 use crate::protocol::messages::create_partitions::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopicResult,
 };
@@ -26,7 +26,7 @@ pub async fn handle(
             .assignments
             .map(|list| list.into_iter().map(|a| a.broker_ids).collect());
         let wait = wait_of_timeout(request.timeout_ms);
-        let outcome = with_topic_admin(shard, move |admin_shard, changes| async move {
+        let outcome = with_topic_changes(shard, move |admin_shard, changes| async move {
             changes
                 .add_partitions(&admin_shard, &name, count, assignments, validate_only, wait)
                 .await

@@ -4,14 +4,14 @@ use std::rc::Rc;
 
 use crate::groups::offsets_topic;
 use crate::handlers::describe_configs::origin_source;
-use crate::handlers::with_topic_admin;
+use crate::handlers::with_topic_changes;
 use crate::model::topic_config::{TopicConfig, TOPIC_CONFIGS};
 use crate::protocol::messages::create_topics::{
     CreatableTopicConfigs, CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse,
 };
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
-use crate::topics::topic_admin::NewTopic;
+use crate::topics::checks::NewTopic;
 use crate::topics::topic_changes::wait_of_timeout;
 
 /// The replication factor kaas reports: the leader is the only replica it keeps (durability
@@ -59,7 +59,7 @@ pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTo
         };
         let validate_only = request.validate_only;
         let wait = wait_of_timeout(request.timeout_ms);
-        let created = with_topic_admin(shard, move |admin_shard, changes| async move {
+        let created = with_topic_changes(shard, move |admin_shard, changes| async move {
             changes
                 .create_topic(&admin_shard, new_topic, validate_only, wait)
                 .await

@@ -3,7 +3,7 @@
 use std::rc::Rc;
 
 use crate::groups::offsets_topic;
-use crate::handlers::with_topic_admin;
+use crate::handlers::with_topic_changes;
 use crate::protocol::messages::delete_topics::{
     DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
 };
@@ -69,7 +69,7 @@ pub async fn handle(
             Some(resolved_name) => {
                 result.name = Some(resolved_name.clone());
                 let wait = wait_of_timeout(request.timeout_ms);
-                let deleted = with_topic_admin(shard, move |admin_shard, changes| async move {
+                let deleted = with_topic_changes(shard, move |admin_shard, changes| async move {
                     changes.delete(&admin_shard, &resolved_name, wait).await
                 })
                 .await;

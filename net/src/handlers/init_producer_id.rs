@@ -31,9 +31,13 @@ pub async fn handle(shard: &Rc<Shard>, request: InitProducerIdRequest) -> InitPr
     }
     let allocated = shard
         .router
-        .call(shard, 0, |admin_shard| async move {
-            match &admin_shard.producer_ids {
-                Some(ids) => ids.allocate().await.map_err(|e| e.to_string()),
+        .call(shard, 0, |_| async move {
+            match crate::shard::shard_zero::on_this_shard() {
+                Some(zero) => zero
+                    .producer_ids
+                    .allocate()
+                    .await
+                    .map_err(|e| e.to_string()),
                 None => Err("producer ids are allocated on shard 0".to_string()),
             }
         })

@@ -7,14 +7,14 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::groups::offsets_topic;
-use crate::handlers::{authorized_operations, cluster_metadata, with_topic_admin};
+use crate::handlers::{authorized_operations, cluster_metadata, with_topic_changes};
 use crate::model::cluster_view::{ClusterView, TopicInfo};
 use crate::protocol::messages::metadata::{
     MetadataRequest, MetadataResponse, MetadataResponsePartition, MetadataResponseTopic,
 };
 use crate::protocol::{ErrorCode, Uuid};
 use crate::shard::Shard;
-use crate::topics::topic_admin::TopicAdmin;
+use crate::topics::checks::validate_name;
 
 /// Answers Metadata at `version`.
 pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -> MetadataResponse {
@@ -85,12 +85,12 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
 }
 
 async fn auto_create_topic(shard: &Rc<Shard>, name: String) -> MetadataResponseTopic {
-    if let Err(error) = TopicAdmin::validate_name(&name) {
+    if let Err(error) = validate_name(&name) {
         return error_topic(Some(name), Uuid::NIL, error.code);
     }
     let partitions = shard.config.default_partitions;
     let create_name = name.clone();
-    let created = with_topic_admin(shard, move |admin_shard, changes| async move {
+    let created = with_topic_changes(shard, move |admin_shard, changes| async move {
         changes
             .auto_create(&admin_shard, &create_name, partitions)
             .await

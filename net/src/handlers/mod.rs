@@ -60,7 +60,7 @@ use kaas_engine::EngineError;
 use crate::protocol::ErrorCode;
 use crate::shard::partition_error::PartitionError;
 use crate::shard::Shard;
-use crate::topics::topic_admin::TopicError;
+use crate::topics::checks::TopicError;
 use crate::topics::topic_changes::{self, TopicChanges};
 
 /// The Kafka error code for a partition a shard cannot serve.
@@ -125,9 +125,10 @@ pub fn batch_error_code(error: &BatchError) -> ErrorCode {
     }
 }
 
-/// Runs a topic change on shard 0, where the topic changes live (standalone: the topic
-/// admin; cluster mode: the way to the cluster core's KafkaTopic service).
-pub async fn with_topic_admin<R, F, Fut>(shard: &Rc<Shard>, change: F) -> Result<R, TopicError>
+/// Runs a topic change on shard 0, where the topic changes live (the way to whoever keeps the
+/// topic list: a standalone broker's own controller, or the cluster core's KafkaTopic
+/// service).
+pub async fn with_topic_changes<R, F, Fut>(shard: &Rc<Shard>, change: F) -> Result<R, TopicError>
 where
     F: FnOnce(Rc<Shard>, Rc<TopicChanges>) -> Fut + Send + 'static,
     Fut: Future<Output = Result<R, TopicError>> + 'static,

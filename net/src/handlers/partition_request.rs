@@ -51,19 +51,18 @@ pub struct ResolvedPartition {
     pub id: PartitionId,
     /// The leader epoch it was resolved at (what this broker stamps and reports).
     pub leader_epoch: i32,
-    /// Its topic's log settings (a standalone shard opens the log with them).
+    /// Its topic's log settings as the view had them (compression, batch size).
     pub config: LogConfig,
 }
 
 impl ResolvedPartition {
-    /// The partition's log on its owner shard, the one ownership check of the pipeline: in
-    /// cluster mode the shard must have it open by command at the resolved epoch, still given
-    /// to it by the current view and not fenced ([`Shard::log`]); NOT_LEADER otherwise (it
-    /// moved, is being given up, or reopened at another epoch since the request was resolved).
-    /// Standalone, the shard opens a partition it owns on first use.
+    /// The partition's log on its owner shard, the one ownership check of the pipeline: the
+    /// shard must have it open by command at the resolved epoch, still given to it by the
+    /// current view and not fenced ([`Shard::log`]); NOT_LEADER otherwise (it moved, is being
+    /// given up, or reopened at another epoch since the request was resolved).
     pub async fn log(&self, shard: &Rc<Shard>) -> Result<PartitionLog, PartitionError> {
-        let log = shard.log(&self.id, self.config.clone()).await?;
-        if shard.view.load().is_cluster() && shard.open_epoch(&self.id) != self.leader_epoch {
+        let log = shard.log(&self.id)?;
+        if shard.open_epoch(&self.id) != Some(self.leader_epoch) {
             return Err(PartitionError::NotLeader);
         }
         Ok(log)

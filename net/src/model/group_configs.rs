@@ -300,6 +300,17 @@ impl GroupConfigOverrides {
         self.overrides.clear();
     }
 
+    /// The overrides as names and values (what a topic change carries).
+    pub fn to_map(&self) -> BTreeMap<String, String> {
+        self.overrides.clone()
+    }
+
+    /// Overrides from names and values that [`Self::set`] has checked already (a topic
+    /// change's, made from [`Self::to_map`] on the broker that checked them).
+    pub fn from_checked(overrides: BTreeMap<String, String>) -> Self {
+        GroupConfigOverrides { overrides }
+    }
+
     /// Whether no config is overridden.
     pub fn is_empty(&self) -> bool {
         self.overrides.is_empty()

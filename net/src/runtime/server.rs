@@ -39,13 +39,15 @@ use crate::shard::metrics::ShardMetrics;
 use crate::shard::producer_expiration;
 use crate::shard::producer_ids::{IdBlockStore, ProducerIdAllocator};
 use crate::shard::router::{Inbox, Router};
+use crate::shard::shard_zero::{self, ShardZero};
 use crate::shard::takeover_driver;
 use crate::shard::Shard;
-use crate::topics::cluster_topic_changes::ClusterTopicChanges;
-use crate::topics::topic_admin::{build_view, TopicAdmin};
+use crate::topics::local_assignment::LocalBroker;
+use crate::topics::local_controller::{build_view, LocalController};
 use crate::topics::topic_change_link::TopicChangeLink;
 use crate::topics::topic_changes::{self, TopicChanges};
 use crate::topics::topic_store::{self, TopicsFile};
+use kaas_cluster::topic_change::TopicChangeRequest;
 
 /// How often each shard runs log maintenance (age rolls, retention, checkpoints).
 const MAINTENANCE_INTERVAL: Duration = Duration::from_secs(1);
@@ -323,7 +325,7 @@ async fn run_shard(start: ShardStart) {
     } = start;
     let link = cluster.as_ref().map(|c| c.topic_changes.clone());
     let prepared = prepare(&config, &storage, index, &topics, link).await;
-    let (topic_changes, producer_ids) = match prepared {
+    let (topic_changes, local_controller, producer_ids) = match prepared {
         Ok(parts) => parts,
         Err(reason) => {
             let _ = ready.send(Err(reason)).await;
@@ -346,12 +348,11 @@ async fn run_shard(start: ShardStart) {
         view,
         router,
         metrics,
-        producer_ids,
         open_epochs: Default::default(),
-        fenced_closes: Default::default(),
         append_turns: Default::default(),
     });
     topic_changes::install_on_this_shard(topic_changes);
+    shard_zero::install_on_this_shard(producer_ids.map(ShardZero::new));
     if let Some(cluster) = &cluster {
         // Nothing is served until the first assignment is accepted.
         shard.view.publish(ClusterView {
@@ -386,13 +387,23 @@ async fn run_shard(start: ShardStart) {
         shard.groups.load().await;
     }
     glommio::spawn_local(shard.clone().serve_inbox(inbox)).detach();
+    // A standalone broker's shard 0 applies its own assignment of the stored topics: every
+    // partition opens (by command, on its shard) before the broker reports ready, so
+    // recovery is done before the first request.
+    if let Some((controller, requests)) = local_controller {
+        if let Err(error) = controller.start(&shard).await {
+            let _ = ready.send(Err(error.message)).await;
+            return;
+        }
+        // Ends when the last sender (shard 0's topic changes) is gone, at shut-down.
+        glommio::spawn_local(controller.serve(shard.clone(), requests)).detach();
+    }
     let _ = ready.send(Ok(())).await;
     // Shard 0 published the view before reporting ready, and `Broker::start` waits for every
-    // shard; wait for the view here too so a fast shard does not open nothing.
+    // shard; wait for the view here too so no shard serves a request before it.
     while shard.view.load().cluster_id.is_empty() {
         glommio::timer::sleep(Duration::from_millis(1)).await;
     }
-    shard.open_owned_partitions().await;
     if let Some(cluster) = cluster {
         // Ends when the follower stops (`Broker::stop`) and its channel closes.
         glommio::spawn_local(takeover_driver::follow_assignments(
@@ -444,7 +455,16 @@ async fn run_shard(start: ShardStart) {
         tracing::error!(shard = index, %error, "closing partitions at shut-down");
     }
     topic_changes::install_on_this_shard(None);
+    shard_zero::install_on_this_shard(None);
 }
+
+/// Shard 0's services: its topic changes, a standalone broker's own controller with the
+/// requests it serves, and producer id allocation.
+type ShardZeroServices = (
+    Option<TopicChanges>,
+    Option<(LocalController, async_channel::Receiver<TopicChangeRequest>)>,
+    Option<ProducerIdAllocator>,
+);
 
 async fn prepare(
     config: &BrokerConfig,
@@ -452,21 +472,34 @@ async fn prepare(
     index: usize,
     topics: &Option<TopicsFile>,
     link: Option<Arc<TopicChangeLink>>,
-) -> Result<(Option<TopicChanges>, Option<ProducerIdAllocator>), String> {
+) -> Result<ShardZeroServices, String> {
     if let Some(dir) = &config.data_dir {
         kaas_engine::dma_probe::prepare_executor(Path::new(dir))
             .await
             .map_err(|e| e.to_string())?;
     }
     if index != 0 {
-        return Ok((None, None));
+        return Ok((None, None, None));
     }
-    let changes = match link {
-        Some(link) => TopicChanges::Cluster(ClusterTopicChanges::new(link)),
-        None => TopicChanges::Standalone(TopicAdmin::new(
-            storage.clone(),
-            topics.clone().unwrap_or_default(),
-        )),
+    let (link, local_controller) = match link {
+        Some(link) => (link, None),
+        None => {
+            // A standalone broker serves its own topic changes.
+            let link = Arc::new(TopicChangeLink::new());
+            let requests = link
+                .serve()
+                .ok_or_else(|| "the topic change link was served already".to_string())?;
+            let controller = LocalController::new(
+                storage.clone(),
+                topics.clone().unwrap_or_default(),
+                LocalBroker {
+                    id: config.node_id,
+                    host: config.advertised_host.clone(),
+                    port: config.advertised_port,
+                },
+            );
+            (link, Some((controller, requests)))
+        }
     };
     let id_blocks = match &config.cluster {
         Some(_) => IdBlockStore::Claims(storage.clone()),
@@ -475,7 +508,7 @@ async fn prepare(
     let ids = ProducerIdAllocator::load(id_blocks)
         .await
         .map_err(|e| e.to_string())?;
-    Ok((Some(changes), Some(ids)))
+    Ok((Some(TopicChanges::new(link)), local_controller, Some(ids)))
 }
 
 /// Starts the shard's log cleaner ([`kaas_engine::compaction::shard_cleaner`]) and copies

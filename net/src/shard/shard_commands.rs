@@ -1,8 +1,9 @@
-//! Carrying out a [`ShardCommand`] on the shard it is addressed to (cluster mode), and giving
-//! up a partition the storage fence took away.
+//! Carrying out a [`ShardCommand`] on the shard it is addressed to, and giving up a partition
+//! the storage fence took away.
 //!
 //! Commands arrive as data over the router (see [`crate::shard::takeover_driver`]); this is
-//! the only place a cluster-mode partition is opened or closed. Opening claims the partition
+//! the only place a partition is opened or closed. A standalone broker opens
+//! `topics/<topic>/<partition>` unfenced (it is the only writer). In cluster mode, opening claims the partition
 //! on the volume at the fence epoch of the command's leader epoch
 //! ([`crate::model::fence_epoch`]) and recovers it from the shared files
 //! (`LogManager::open_in_dir`, in the directory named after the topic's id,
@@ -28,7 +29,7 @@ use kaas_engine::{topic_incarnation, EngineError, PartitionId};
 
 use crate::model::fence_epoch::partition_fence_epoch;
 use crate::shard::partition_error::PartitionError;
-use crate::shard::Shard;
+use crate::shard::{shard_zero, Shard};
 
 /// A partition a shard closed because the fence found a newer claim.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,24 +51,31 @@ impl Shard {
                 leader_epoch,
             } => {
                 let id = PartitionId::new(partition.topic.as_arc().clone(), partition.partition);
-                // Refused by the assignment's checks already; never opened unfenced.
-                let fence_epoch =
-                    partition_fence_epoch(leader_epoch).ok_or(PartitionError::NotLeader)?;
                 let view = self.view.load();
                 let config = view
                     .topic(&id.topic)
                     .map(|topic| topic.log_config.clone())
                     .ok_or(PartitionError::NotServed)?;
-                // The directory names the topic id: a topic created again under a deleted
-                // one's name never opens the old files (`kaas_engine::topic_incarnation`).
-                let topic_id = view
-                    .cluster
-                    .as_ref()
-                    .and_then(|cluster| cluster.topic(&id.topic))
-                    .map(|topic| topic.id.to_string())
-                    .ok_or(PartitionError::NotServed)?;
+                let (dir, fence_epoch) = if view.is_cluster() {
+                    // Refused by the assignment's checks already; never opened unfenced.
+                    let fence_epoch =
+                        partition_fence_epoch(leader_epoch).ok_or(PartitionError::NotLeader)?;
+                    // The directory names the topic id: a topic created again under a deleted
+                    // one's name never opens the old files (`kaas_engine::topic_incarnation`).
+                    let topic_id = view
+                        .cluster
+                        .as_ref()
+                        .and_then(|cluster| cluster.topic(&id.topic))
+                        .map(|topic| topic.id.to_string())
+                        .ok_or(PartitionError::NotServed)?;
+                    let dir = topic_incarnation::partition_dir(&id.topic, &topic_id, id.partition)?;
+                    (dir, fence_epoch)
+                } else {
+                    // A standalone broker is the only writer of its directory (the data
+                    // directory's lock): `topics/<topic>/<partition>`, unfenced (epoch 0).
+                    (id.dir()?, 0)
+                };
                 drop(view);
-                let dir = topic_incarnation::partition_dir(&id.topic, &topic_id, id.partition)?;
                 // The epoch is recorded first: a request arriving during recovery still gets
                 // NOT_LEADER (the log is not in the manager until it is open).
                 self.open_epochs
@@ -176,17 +184,14 @@ impl Shard {
             };
             let _ = shard
                 .router
-                .call(&shard, 0, move |driver_shard| async move {
-                    driver_shard.fenced_closes.borrow_mut().push(closed);
+                .call(&shard, 0, move |_| async move {
+                    if let Some(zero) = shard_zero::on_this_shard() {
+                        zero.report_fenced_close(closed);
+                    }
                 })
                 .await;
         })
         .detach();
-    }
-
-    /// Takes the fenced closes reported since the last call (shard 0).
-    pub fn take_fenced_closes(&self) -> Vec<FencedClose> {
-        std::mem::take(&mut *self.fenced_closes.borrow_mut())
     }
 }
 

@@ -1,8 +1,11 @@
-//! Following accepted assignments (cluster mode): the `_driver` that turns each one into shard
-//! commands and carries them out.
+//! Following assignments: the driver that turns each one into shard commands and carries them
+//! out ([`AssignmentFollower`]). A cluster broker runs it as one task on shard 0 over the
+//! assignments its file follower accepts ([`follow_assignments`]); a standalone broker's topic
+//! store runs it, on shard 0 too, over the one-broker assignment of its own topics.
 //!
-//! Runs as one task on shard 0. For every assignment the follower accepts, in order:
-//! 1. publish the new view: from then on every shard refuses (NOT_LEADER_OR_FOLLOWER) a
+//! For every assignment, in order:
+//! 1. hand the open partitions of topics whose configs changed their new log settings, then
+//!    publish the new view: from then on every shard refuses (NOT_LEADER_OR_FOLLOWER) a
 //!    partition the view gives elsewhere, and group requests for groups coordinated
 //!    elsewhere answer NOT_COORDINATOR;
 //! 2. plan the takeover ([`plan_takeover`]) from the previous view and what is open now;
@@ -13,7 +16,8 @@
 //! 4. forget, on every shard, loaded groups the view now gives another broker;
 //! 5. remove from the volume, [`REMOVAL_DELAY`] later, the directories of topics the previous
 //!    view had and this one has not (deleted, or created again under the name with a new
-//!    id): every shard has closed their partitions by then (close phase), and the removal
+//!    id; cluster mode, in `topics/<topic>@<id>`): every shard has closed their partitions
+//!    by then (close phase), and the removal
 //!    itself fences a broker that still writes them (`kaas_engine::topic_incarnation` has the
 //!    argument). Every broker does this; one of them moves each directory away and removes
 //!    it. A broker that stops within the delay leaves it to the others.
@@ -33,7 +37,7 @@ use kaas_cluster::open_state::OpenState;
 use kaas_cluster::takeover::plan_takeover;
 use kaas_cluster::view::ClusterView as AssignmentView;
 
-use kaas_engine::topic_incarnation;
+use kaas_engine::{topic_incarnation, LogConfig};
 
 use crate::model::cluster_view::ClusterView;
 use crate::shard::shard_commands::forget_fenced;
@@ -46,40 +50,157 @@ pub async fn follow_assignments(
     broker: BrokerId,
     mut assignments: UnboundedReceiver<Arc<Assignment>>,
 ) {
-    let mut open = OpenState::new();
-    let mut previous: Option<Arc<AssignmentView>> = None;
+    let mut follower = AssignmentFollower::new(broker);
     while let Some(assignment) = assignments.next().await {
         let view = Arc::new(AssignmentView::new(
             &assignment,
             broker,
             shard.router.shards(),
         ));
-        shard.view.publish(ClusterView::of_assignment(
+        let published = ClusterView::of_assignment(
             cluster_id.clone(),
             view.clone(),
             &shard.config.topic_defaults,
-        ));
+        );
+        let deleted = follower.apply(&shard, view, published).await;
+        remove_deleted_topics(&shard, deleted);
+    }
+}
+
+/// A topic an applied assignment no longer has (deleted, or replaced under its name by a new
+/// id): its name and its id's text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeletedTopic {
+    /// The topic's name.
+    pub name: String,
+    /// Its id, in Kafka's text form.
+    pub id: String,
+}
+
+/// What a broker that follows assignments knows between two of them: the last one applied
+/// and what its shards have open. A cluster broker's driver feeds it the assignments the
+/// controller writes; a standalone broker's own controller feeds it the one-broker assignment
+/// it makes of its own topics (the topic floor's `local_controller`), so both open and close
+/// partitions the same way: by command.
+pub struct AssignmentFollower {
+    broker: BrokerId,
+    open: OpenState,
+    previous: Option<Arc<AssignmentView>>,
+}
+
+impl AssignmentFollower {
+    /// A follower of broker `broker` that has applied nothing.
+    pub fn new(broker: BrokerId) -> Self {
+        AssignmentFollower {
+            broker,
+            open: OpenState::new(),
+            previous: None,
+        }
+    }
+
+    /// Applies `view` (of an assignment): publishes `published` as every shard's view, then
+    /// closes and opens on the shards what the change of assignment asks for. Returns the
+    /// topics the previous assignment had and this one has not, whose files are left to the
+    /// caller (their partitions are closed by then).
+    pub async fn apply(
+        &mut self,
+        shard: &Rc<Shard>,
+        view: Arc<AssignmentView>,
+        published: ClusterView,
+    ) -> Vec<DeletedTopic> {
+        if let Some(previous) = &self.previous {
+            push_changed_configs(shard, previous, &view, &published).await;
+        }
+        shard.view.publish(published);
+        let open = &mut self.open;
         // Partitions the storage fence closed since the last plan are not open any more.
-        forget_fenced(&mut open, shard.take_fenced_closes());
-        if let Some(previous) = &previous {
-            close_replaced_topics(&shard, previous, &view, &mut open).await;
+        if let Some(zero) = crate::shard::shard_zero::on_this_shard() {
+            forget_fenced(open, zero.take_fenced_closes());
         }
-        let plan = plan_takeover(previous.as_deref(), &view, &open);
+        if let Some(previous) = &self.previous {
+            close_replaced_topics(shard, previous, &view, open).await;
+        }
+        let plan = plan_takeover(self.previous.as_deref(), &view, open);
         for phase in plan.phases() {
-            run_phase(&shard, phase.by_shard(), &mut open).await;
+            run_phase(shard, phase.by_shard(), open).await;
         }
-        release_groups_moved_away(&shard, view.clone()).await;
-        if let Some(previous) = &previous {
-            remove_deleted_topics(&shard, previous, &view);
-        }
+        release_groups_moved_away(shard, view.clone()).await;
+        let deleted = self
+            .previous
+            .as_ref()
+            .map(|previous| deleted_topics(previous, &view))
+            .unwrap_or_default();
         tracing::info!(
             controller_epoch = view.controller_epoch().0,
             assignment_version = view.assignment_version().0,
-            partitions_led = view.partitions_led_by(broker).len(),
+            partitions_led = view.partitions_led_by(self.broker).len(),
             "following assignment"
         );
-        previous = Some(view);
+        self.previous = Some(view);
+        deleted
     }
+}
+
+/// Hands every shard's open partitions of each topic whose configs differ between `previous`
+/// and `view` their new log settings (`published`'s), before the view is published: once a
+/// broker shows an assignment, its open logs follow that assignment's configs.
+async fn push_changed_configs(
+    shard: &Rc<Shard>,
+    previous: &AssignmentView,
+    view: &AssignmentView,
+    published: &ClusterView,
+) {
+    let changed: Vec<(Arc<str>, LogConfig)> = view
+        .topics()
+        .iter()
+        .filter(|(name, topic)| {
+            previous
+                .topics()
+                .get(*name)
+                .is_some_and(|before| before.id == topic.id && before.configs != topic.configs)
+        })
+        .filter_map(|(name, _)| {
+            let topic = published.topic(name.as_str())?;
+            Some((topic.name.clone(), topic.log_config.clone()))
+        })
+        .collect();
+    if changed.is_empty() {
+        return;
+    }
+    shard
+        .router
+        .broadcast(shard, move |target| {
+            let changed = changed.clone();
+            async move {
+                for id in target.logs.open_partitions() {
+                    let Some((_, config)) = changed.iter().find(|(name, _)| *name == id.topic)
+                    else {
+                        continue;
+                    };
+                    if let Some(log) = target.logs.get(&id) {
+                        log.set_config(config.clone());
+                    }
+                }
+            }
+        })
+        .await;
+}
+
+/// The topics `previous` had that `view` has not (by name and id).
+fn deleted_topics(previous: &AssignmentView, view: &AssignmentView) -> Vec<DeletedTopic> {
+    previous
+        .topics()
+        .iter()
+        .filter(|(name, topic)| {
+            view.topics()
+                .get(*name)
+                .is_none_or(|now| now.id != topic.id)
+        })
+        .map(|(name, topic)| DeletedTopic {
+            name: name.as_str().to_string(),
+            id: topic.id.to_string(),
+        })
+        .collect()
 }
 
 /// Commands a shard carries out at once within a phase. Opening a partition is mostly
@@ -180,20 +301,10 @@ async fn close_replaced_topics(
 /// leader whose view lags longer is fenced by the removal all the same.
 const REMOVAL_DELAY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Removes, [`REMOVAL_DELAY`] from now and in the background, the files of every topic
-/// `previous` had that `view` has not (by name and id). A failure is logged: the files stay,
-/// read by nobody (no later topic has that id).
-fn remove_deleted_topics(shard: &Rc<Shard>, previous: &AssignmentView, view: &AssignmentView) {
-    let deleted: Vec<(String, String)> = previous
-        .topics()
-        .iter()
-        .filter(|(name, topic)| {
-            view.topics()
-                .get(*name)
-                .is_none_or(|now| now.id != topic.id)
-        })
-        .map(|(name, topic)| (name.as_str().to_string(), topic.id.to_string()))
-        .collect();
+/// Removes, [`REMOVAL_DELAY`] from now and in the background, the files of the topics
+/// `deleted` names (`topics/<topic>@<id>`). A failure is logged: the files stay, read by
+/// nobody (no later topic has that id).
+fn remove_deleted_topics(shard: &Rc<Shard>, deleted: Vec<DeletedTopic>) {
     if deleted.is_empty() {
         return;
     }
@@ -201,7 +312,7 @@ fn remove_deleted_topics(shard: &Rc<Shard>, previous: &AssignmentView, view: &As
     // Only this shard's timer and the storage's file threads wake it: detaching is enough.
     glommio::spawn_local(async move {
         glommio::timer::sleep(REMOVAL_DELAY).await;
-        for (name, id) in deleted {
+        for DeletedTopic { name, id } in deleted {
             match topic_incarnation::remove_deleted_topic(&storage, &name, &id).await {
                 Ok(moved) => {
                     tracing::info!(topic = %name, topic_id = %id, moved, "deleted topic's files removed")

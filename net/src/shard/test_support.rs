@@ -35,7 +35,6 @@ pub(crate) fn shard_zero(root: &Path, view: ClusterView) -> Rc<Shard> {
         view: view.clone(),
         router: Arc::new(router),
         metrics: Arc::new(ShardMetrics::default()),
-        producer_ids: None,
         groups: Rc::new(GroupCoordinator::new(
             0,
             shards,
@@ -44,7 +43,6 @@ pub(crate) fn shard_zero(root: &Path, view: ClusterView) -> Rc<Shard> {
             view,
         )),
         open_epochs: Default::default(),
-        fenced_closes: Default::default(),
         append_turns: Default::default(),
     })
 }

@@ -1,8 +1,8 @@
-//! Tests of shard.rs: which partitions [`Shard::log`] opens.
+//! Tests of shard.rs: which partitions [`Shard::log`] serves: those opened by command only.
 
 use std::path::Path;
 
-use kaas_engine::{LogConfig, PartitionId};
+use kaas_engine::PartitionId;
 
 use super::test_support::{self, run};
 use super::*;
@@ -40,33 +40,50 @@ fn owned_and_not(view: &ClusterView, topic: &str, partitions: i32) -> (i32, i32)
     (mine, theirs)
 }
 
+/// Opens `id` on `shard` by command, at the standalone epoch.
+async fn open_by_command(shard: &Rc<Shard>, id: &PartitionId) {
+    let topic = kaas_cluster::ids::TopicName::new(&id.topic).expect("legal");
+    shard
+        .run_command(kaas_cluster::command::ShardCommand::OpenPartition {
+            partition: kaas_cluster::ids::TopicPartition::new(topic, id.partition),
+            leader_epoch: kaas_cluster::ids::LeaderEpoch(
+                crate::model::cluster_view::STANDALONE_LEADER_EPOCH,
+            ),
+        })
+        .await
+        .expect("opened");
+}
+
 #[test]
-fn a_partition_opens_only_while_the_view_gives_it_to_this_shard() {
+fn a_partition_is_served_only_once_opened_by_command_on_its_shard() {
     run(|root| {
         Box::pin(async move {
             let shard = shard_zero(&root, vec![topic("t", 8)]);
             let (mine, theirs) = owned_and_not(&shard.view.load(), "t", 8);
-            let config = LogConfig::default();
-            assert!(shard
-                .log(&PartitionId::new("t", mine), config.clone())
-                .await
-                .is_ok());
-            for id in [
-                PartitionId::new("t", theirs),
-                PartitionId::new("t", 8),
-                PartitionId::new("unknown", 0),
-            ] {
-                let opened = shard.log(&id, config.clone()).await;
+            let id = PartitionId::new("t", mine);
+            // A request never opens a partition, not even one this shard owns.
+            assert!(matches!(shard.log(&id), Err(PartitionError::NotLeader)));
+            assert!(shard.logs.open_partitions().is_empty());
+            open_by_command(&shard, &id).await;
+            assert!(shard.log(&id).is_ok());
+            assert!(root
+                .join("topics")
+                .join("t")
+                .join(mine.to_string())
+                .exists());
+            assert!(matches!(
+                shard.log(&PartitionId::new("t", theirs)),
+                Err(PartitionError::NotLeader)
+            ));
+            for id in [PartitionId::new("t", 8), PartitionId::new("unknown", 0)] {
+                let opened = shard.log(&id);
                 assert!(
                     matches!(opened, Err(PartitionError::NotServed)),
                     "{id:?}: {:?}",
                     opened.err()
                 );
             }
-            assert_eq!(
-                shard.logs.open_partitions(),
-                vec![PartitionId::new("t", mine)]
-            );
+            assert_eq!(shard.logs.open_partitions(), vec![id]);
             assert!(!root.join("topics").join("unknown").exists());
         })
     });
@@ -82,18 +99,11 @@ fn a_request_that_outlives_its_topic_never_reopens_it() {
             let shard = shard_zero(&root, vec![topic("gone", 8), topic("kept", 1)]);
             let (mine, _) = owned_and_not(&shard.view.load(), "gone", 8);
             let id = PartitionId::new("gone", mine);
-            let config = shard
-                .view
-                .load()
-                .topic("gone")
-                .expect("topic")
-                .log_config
-                .clone();
             shard
                 .view
                 .publish(ClusterView::new("c".into(), SHARDS, vec![topic("kept", 1)]));
 
-            let opened = shard.log(&id, config).await;
+            let opened = shard.log(&id);
             assert!(
                 matches!(opened, Err(PartitionError::NotServed)),
                 "{:?}",

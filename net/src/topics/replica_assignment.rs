@@ -4,7 +4,7 @@
 //! is led by this broker, which Metadata reports as its only replica.
 
 use crate::protocol::ErrorCode;
-use crate::topics::topic_admin::TopicError;
+use crate::topics::checks::TopicError;
 
 fn refused(message: String) -> TopicError {
     TopicError {

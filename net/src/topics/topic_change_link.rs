@@ -1,9 +1,10 @@
-//! The way from a cluster broker's shards to whoever serves its topic changes: a
-//! runtime-agnostic channel of [`TopicChangeRequest`]s whose receiving end the cluster core
-//! runs on its tokio runtime (`Broker::serve_topic_changes`), and a oneshot per request for
-//! the answer, awaited on the glommio shard.
+//! The way from a broker's shard 0 to whoever serves its topic changes: a runtime-agnostic
+//! channel of [`TopicChangeRequest`]s, and a oneshot per request for the answer, awaited on
+//! the glommio shard. A standalone broker serves the receiving end itself, on shard 0
+//! ([`crate::topics::local_controller`]); in cluster mode the cluster core takes it and
+//! serves it on its tokio runtime (`Broker::serve_topic_changes`).
 //!
-//! Nothing serves topic changes until the receiving end is taken: with
+//! Nothing serves topic changes until the receiving end is taken: in cluster mode with
 //! `--assignment-source file` it never is, and every change is refused at once with a
 //! message saying where topics come from then. An answer that does not come within the
 //! bound (the core is stuck) is REQUEST_TIMED_OUT; a request dropped unanswered (the core
@@ -16,7 +17,7 @@ use futures_lite::future;
 use kaas_cluster::topic_change::{TopicChange, TopicChangeRefusal, TopicChangeRequest};
 
 use crate::protocol::ErrorCode;
-use crate::topics::topic_admin::TopicError;
+use crate::topics::checks::TopicError;
 
 /// How long a broker waits for the KafkaTopic service's answer.
 pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
@@ -57,7 +58,7 @@ impl TopicChangeLink {
         if sender.try_send(request).is_err() {
             return Err(TopicError::new(
                 ErrorCode::UnknownServerError,
-                "the cluster core, which serves topic changes, is not running",
+                "whoever serves topic changes (the cluster core, or a standalone broker's controller) is not running",
             ));
         }
         let outcome = future::or(async { Some(answered.await) }, async {
@@ -70,12 +71,12 @@ impl TopicChangeLink {
             Some(Ok(Err(refusal))) => Err(refusal_error(refusal)),
             Some(Err(_canceled)) => Err(TopicError::new(
                 ErrorCode::UnknownServerError,
-                "the cluster core stopped before it answered the topic change",
+                "the topic change was dropped unanswered: whoever serves topic changes stopped",
             )),
             None => Err(TopicError::new(
                 ErrorCode::RequestTimedOut,
                 format!(
-                    "no answer from the Kubernetes API within {} s; the change may still be made",
+                    "no answer to the topic change within {} s; it may still be made",
                     timeout.as_secs()
                 ),
             )),

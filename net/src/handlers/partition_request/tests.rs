@@ -142,6 +142,13 @@ fn outputs_are_gathered_in_request_order() {
     run(|root| {
         Box::pin(async move {
             let shard = shard_zero(&root, standalone_view());
+            for partition in [0, 1] {
+                let open = ShardCommand::OpenPartition {
+                    partition: TopicPartition::new(TopicName::new("t").expect("legal"), partition),
+                    leader_epoch: LeaderEpoch(0),
+                };
+                shard.run_command(open).await.expect("opens");
+            }
             let view = shard.view.load();
             let topic = view.topic("t").expect("topic").clone();
             let mut requests = PartitionRequests::new(view, 1);
@@ -170,7 +177,7 @@ fn outputs_are_gathered_in_request_order() {
             let answers: Vec<(Position, usize)> = gathered
                 .into_iter()
                 .map(|(position, output)| {
-                    let input = output.expect("shard ran").expect("log opens");
+                    let input = output.expect("shard ran").expect("log is open");
                     (position, input)
                 })
                 .collect();
