@@ -72,12 +72,12 @@ fn answer(stream: TcpStream, state: &AdminState) -> std::io::Result<()> {
 /// pod joins the alive set and is then given its share).
 fn readiness(state: &AdminState) -> Result<(), String> {
     let view = (state.view)();
+    if !view.is_cluster() {
+        // A standalone broker opens its partitions before it listens.
+        return Ok(());
+    }
     let Some(cluster) = &view.cluster else {
-        return if view.is_cluster() {
-            Err("no assignment applied yet\n".to_string())
-        } else {
-            Ok(())
-        };
+        return Err("no assignment applied yet\n".to_string());
     };
     let led = cluster.partitions_led_by(cluster.this_broker()).len() as i64;
     let open: i64 = state.metrics.iter().map(|m| m.partitions_open()).sum();
@@ -96,6 +96,11 @@ fn health(state: &AdminState) -> String {
     // Cluster mode: what the followed assignment gives this broker, and which assignment
     // that is (`null` before the first one is accepted).
     let (partitions_led, cluster) = match &view.cluster {
+        // A standalone broker's own assignment leads everything; its health says no more.
+        Some(cluster) if !view.is_cluster() => (
+            cluster.partitions_led_by(cluster.this_broker()).len() as i64,
+            String::new(),
+        ),
         Some(cluster) => (
             cluster.partitions_led_by(cluster.this_broker()).len() as i64,
             format!(
@@ -105,13 +110,9 @@ fn health(state: &AdminState) -> String {
                 cluster.assignment_version().0
             ),
         ),
-        None if view.is_cluster() => (
+        None => (
             0,
             ",\"controller_epoch\":null,\"assignment_version\":null".to_string(),
-        ),
-        None => (
-            view.topics.values().map(|t| i64::from(t.partitions)).sum(),
-            String::new(),
         ),
     };
     format!(

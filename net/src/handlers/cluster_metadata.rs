@@ -1,9 +1,9 @@
-//! What Metadata says about brokers and leaders: this broker alone when standalone, and in
-//! cluster mode every broker of the accepted assignment and each partition's leader and leader
-//! epoch (replicas = isr = [leader]: each partition has one copy, on the shared volume).
+//! What Metadata says about brokers and leaders: every broker of the assignment the broker
+//! follows (a standalone broker's own lists it alone) and each partition's leader and leader
+//! epoch (replicas = isr = [leader]: each partition has one copy, on the shared volume);
+//! before a cluster broker's first assignment, this broker alone and no leaders.
 
 use crate::model::cluster_view::ClusterView;
-use crate::model::cluster_view::STANDALONE_LEADER_EPOCH;
 use crate::protocol::messages::metadata::MetadataResponseBroker;
 use crate::shard::config::BrokerConfig;
 
@@ -30,14 +30,10 @@ pub fn brokers(config: &BrokerConfig, view: &ClusterView) -> Vec<MetadataRespons
 }
 
 /// The leader and leader epoch of partition `partition` of `topic`.
-pub fn leader(
-    config: &BrokerConfig,
-    view: &ClusterView,
-    topic: &str,
-    partition: i32,
-) -> (i32, i32) {
+pub fn leader(view: &ClusterView, topic: &str, partition: i32) -> (i32, i32) {
     let Some(cluster) = &view.cluster else {
-        return (config.node_id, STANDALONE_LEADER_EPOCH);
+        // A cluster broker before its first assignment knows no leader.
+        return (-1, -1);
     };
     let Ok(name) = kaas_cluster::ids::TopicName::new(topic) else {
         return (-1, -1);

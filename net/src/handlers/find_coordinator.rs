@@ -16,7 +16,7 @@ fn endpoint_missing(error: ErrorCode) -> bool {
     error != ErrorCode::None
 }
 
-/// The broker coordinating `group` in cluster mode; `None` when no assignment has brokers.
+/// The broker coordinating `group`; `None` before a cluster broker's first assignment.
 pub fn group_broker(shard: &Shard, group: &str) -> Option<i32> {
     let view = shard.view.load();
     let cluster = view.cluster.as_ref()?;
@@ -28,17 +28,7 @@ pub fn group_broker(shard: &Shard, group: &str) -> Option<i32> {
 /// The node id, host and port of `group`'s coordinator.
 fn coordinator(shard: &Shard, group: &str) -> Option<(i32, String, i32)> {
     let view = shard.view.load();
-    let Some(cluster) = &view.cluster else {
-        if view.is_cluster() {
-            return None;
-        }
-        let config = &shard.config;
-        return Some((
-            config.node_id,
-            config.advertised_host.clone(),
-            config.advertised_port,
-        ));
-    };
+    let cluster = view.cluster.as_ref()?;
     let broker = group_broker(shard, group)?;
     let endpoint = cluster
         .brokers()

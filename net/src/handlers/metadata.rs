@@ -114,8 +114,12 @@ fn topic_metadata(
         is_internal: false,
         partitions: (0..topic.partitions)
             .map(|partition| {
-                let (leader, leader_epoch) =
-                    cluster_metadata::leader(&shard.config, view, &topic.name, partition);
+                let (leader, leader_epoch) = if offsets_topic::is_offsets_topic(&topic.name) {
+                    // Served by this broker's group coordinators, in no assignment.
+                    (shard.config.node_id, offsets_topic::LEADER_EPOCH)
+                } else {
+                    cluster_metadata::leader(view, &topic.name, partition)
+                };
                 MetadataResponsePartition {
                     error_code: ErrorCode::None.code(),
                     partition_index: partition,

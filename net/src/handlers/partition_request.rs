@@ -141,7 +141,7 @@ impl<I: Send + 'static> PartitionRequests<I> {
         }
         let leader_epoch = if offsets_topic::is_offsets_topic(&topic.name) {
             // Served by this broker's group coordinator, not led through the assignment.
-            self.view.leader_epoch(&topic.name, partition)
+            offsets_topic::LEADER_EPOCH
         } else {
             match self.view.leadership(&topic.name, partition) {
                 Leadership::Unknown => return Err(ErrorCode::UnknownTopicOrPartition),

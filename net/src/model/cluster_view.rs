@@ -2,9 +2,12 @@
 //! shard owns each partition. A new view is published whole (an `Arc` swap); shards never
 //! mutate it, so no locking is needed to read it.
 //!
-//! In cluster mode the view also carries the runtime-free [`kaas_cluster::view::ClusterView`] of the
-//! accepted assignment (brokers, each partition's leader and leader epoch, group → broker):
-//! this module adds only what `net` needs beside it (Kafka topic ids, parsed topic configs).
+//! The view carries the runtime-free [`kaas_cluster::view::ClusterView`] of the assignment
+//! the broker follows (brokers, each partition's leader and leader epoch, group → broker):
+//! the controller's in cluster mode, a standalone broker's own one-broker assignment
+//! otherwise ([`ClusterView::standalone`]); every "who leads" answer comes from it. This
+//! module adds only what `net` needs beside it (Kafka topic ids, parsed topic configs, group
+//! config overrides).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -12,6 +15,7 @@ use std::sync::Arc;
 use arc_swap::ArcSwap;
 use kaas_engine::{LogConfig, PartitionId};
 
+use crate::model::local_assignment::{local_assignment, LocalBroker};
 use crate::model::topic_config::TopicConfig;
 use crate::protocol::Uuid;
 
@@ -57,7 +61,8 @@ pub struct ClusterView {
 pub enum Leadership {
     /// The view has no such topic or partition.
     Unknown,
-    /// This broker leads it at this leader epoch (a standalone broker leads everything at 0).
+    /// This broker leads it at this leader epoch (a standalone broker leads everything at
+    /// [`STANDALONE_LEADER_EPOCH`]).
     Here {
         /// The leader epoch.
         leader_epoch: i32,
@@ -114,6 +119,28 @@ impl ClusterView {
         view
     }
 
+    /// The view of a standalone broker: the one-broker assignment (version `version`) of
+    /// `topics`, led by `broker`, spread over `shards` shards. Every partition is led here at
+    /// [`STANDALONE_LEADER_EPOCH`].
+    pub fn standalone(
+        cluster_id: String,
+        shards: usize,
+        topics: &[TopicInfo],
+        broker: &LocalBroker,
+        version: u64,
+        defaults: &crate::model::topic_config::TopicDefaults,
+    ) -> Result<Self, kaas_cluster::assignment::AssignmentError> {
+        let assignment = local_assignment(topics, broker, version)?;
+        let assignment = Arc::new(kaas_cluster::view::ClusterView::new(
+            &assignment,
+            kaas_cluster::ids::BrokerId(broker.id),
+            shards,
+        ));
+        let mut view = ClusterView::of_assignment(cluster_id, assignment, defaults);
+        view.cluster_mode = false;
+        Ok(view)
+    }
+
     /// Whether this broker follows an assignment (cluster mode).
     pub fn is_cluster(&self) -> bool {
         self.cluster_mode
@@ -128,12 +155,8 @@ impl ClusterView {
             return Leadership::Unknown;
         }
         let Some(cluster) = &self.cluster else {
-            if self.cluster_mode {
-                return Leadership::Unknown;
-            }
-            return Leadership::Here {
-                leader_epoch: STANDALONE_LEADER_EPOCH,
-            };
+            // A cluster broker before its first assignment.
+            return Leadership::Unknown;
         };
         let Ok(name) = kaas_cluster::ids::TopicName::new(topic) else {
             return Leadership::Unknown;
@@ -146,21 +169,6 @@ impl ClusterView {
             },
             Some(_) => Leadership::Elsewhere,
         }
-    }
-
-    /// The leader epoch of partition `partition` of `topic` (whoever leads it); the standalone
-    /// epoch when there is no assignment or it lacks the partition.
-    pub fn leader_epoch(&self, topic: &str, partition: i32) -> i32 {
-        let standalone = STANDALONE_LEADER_EPOCH;
-        let Some(cluster) = &self.cluster else {
-            return standalone;
-        };
-        let Ok(name) = kaas_cluster::ids::TopicName::new(topic) else {
-            return standalone;
-        };
-        cluster
-            .leader_of(&kaas_cluster::ids::TopicPartition::new(name, partition))
-            .map_or(standalone, |placement| placement.leader_epoch.0)
     }
 
     /// A topic by name.

@@ -5,6 +5,7 @@
 pub mod cluster_view;
 pub mod fence_epoch;
 pub mod group_configs;
+pub mod local_assignment;
 pub mod offsets_topic;
 pub mod topic_config;
 pub mod uuid_text;

@@ -24,6 +24,10 @@ pub const CONFIGS: &[(&str, &str)] = &[
     ("segment.bytes", "104857600"),
 ];
 
+/// The leader epoch of every partition: a standalone broker's own group coordinators serve
+/// them (the topic is in no assignment), at the standalone epoch.
+pub const LEADER_EPOCH: i32 = crate::model::cluster_view::STANDALONE_LEADER_EPOCH;
+
 /// Whether `name` is `__consumer_offsets`.
 pub fn is_offsets_topic(name: &str) -> bool {
     name == NAME

@@ -32,6 +32,7 @@ use kaas_engine::{LogManager, Storage};
 
 use crate::groups::coordinator::GroupCoordinator;
 use crate::model::cluster_view::{ClusterView, ViewHandle};
+use crate::model::local_assignment::LocalBroker;
 use crate::runtime::connection;
 use crate::runtime::port_guard::{self, PortInUse};
 use crate::shard::config::BrokerConfig;
@@ -42,8 +43,7 @@ use crate::shard::router::{Inbox, Router};
 use crate::shard::shard_zero::{self, ShardZero};
 use crate::shard::takeover_driver;
 use crate::shard::Shard;
-use crate::topics::local_assignment::LocalBroker;
-use crate::topics::local_controller::{build_view, LocalController};
+use crate::topics::local_controller::LocalController;
 use crate::topics::topic_change_link::TopicChangeLink;
 use crate::topics::topic_changes::{self, TopicChanges};
 use crate::topics::topic_store::{self, TopicsFile};
@@ -361,13 +361,10 @@ async fn run_shard(start: ShardStart) {
             cluster_mode: true,
             ..ClusterView::default()
         });
-    } else if let (Some(topics), true) = (&topics, index == 0) {
-        match build_view(topics, &shard) {
-            Ok(initial) => shard.view.publish(initial),
-            Err(error) => {
-                let _ = ready.send(Err(error.message)).await;
-                return;
-            }
+    } else if let Some((controller, _)) = &local_controller {
+        if let Err(error) = controller.publish_stored(&shard) {
+            let _ = ready.send(Err(error.message)).await;
+            return;
         }
     }
     let listener = match TcpListener::bind(config.listen) {

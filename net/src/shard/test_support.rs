@@ -47,6 +47,27 @@ pub(crate) fn shard_zero(root: &Path, view: ClusterView) -> Rc<Shard> {
     })
 }
 
+/// The view of a standalone broker (node 0) of `shards` shards holding `topics`.
+pub(crate) fn standalone_view(
+    shards: usize,
+    topics: &[crate::model::cluster_view::TopicInfo],
+) -> ClusterView {
+    let broker = crate::model::local_assignment::LocalBroker {
+        id: 0,
+        host: "localhost".into(),
+        port: 9092,
+    };
+    ClusterView::standalone(
+        "c".into(),
+        shards,
+        topics,
+        &broker,
+        1,
+        &crate::model::topic_config::TopicDefaults::default(),
+    )
+    .expect("a valid one-broker assignment")
+}
+
 /// Runs `test` on a glommio executor with a fresh temporary directory.
 pub(crate) fn run(
     test: impl FnOnce(PathBuf) -> Pin<Box<dyn Future<Output = ()>>> + Send + 'static,

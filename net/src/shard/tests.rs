@@ -23,9 +23,14 @@ fn topic(name: &str, partitions: i32) -> TopicInfo {
     }
 }
 
+/// The view of a standalone broker of `SHARDS` shards holding `topics`.
+fn standalone(topics: &[TopicInfo]) -> ClusterView {
+    test_support::standalone_view(SHARDS, topics)
+}
+
 /// Shard 0 of a standalone broker on `root`, whose view holds `topics`.
 fn shard_zero(root: &Path, topics: Vec<TopicInfo>) -> Rc<Shard> {
-    test_support::shard_zero(root, ClusterView::new("c".into(), SHARDS, topics))
+    test_support::shard_zero(root, standalone(&topics))
 }
 
 /// A partition of `topic` that shard 0 owns, and one that shard 1 owns.
@@ -99,9 +104,7 @@ fn a_request_that_outlives_its_topic_never_reopens_it() {
             let shard = shard_zero(&root, vec![topic("gone", 8), topic("kept", 1)]);
             let (mine, _) = owned_and_not(&shard.view.load(), "gone", 8);
             let id = PartitionId::new("gone", mine);
-            shard
-                .view
-                .publish(ClusterView::new("c".into(), SHARDS, vec![topic("kept", 1)]));
+            shard.view.publish(standalone(&[topic("kept", 1)]));
 
             let opened = shard.log(&id);
             assert!(

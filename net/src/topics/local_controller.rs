@@ -26,12 +26,12 @@ use kaas_engine::{PartitionId, Storage};
 
 use crate::model::cluster_view::ClusterView;
 use crate::model::group_configs::GroupConfigOverrides;
+use crate::model::local_assignment::LocalBroker;
 use crate::model::topic_config::{InvalidConfig, TopicConfig};
 use crate::protocol::ErrorCode;
 use crate::shard::takeover_driver::AssignmentFollower;
 use crate::shard::Shard;
 use crate::topics::checks::TopicError;
-use crate::topics::local_assignment::{local_assignment, LocalBroker};
 use crate::topics::topic_store::{self, TopicRecord, TopicsFile};
 
 /// Keeps the topic store and applies it.
@@ -192,18 +192,26 @@ impl LocalController {
             .map_err(|e| TopicChangeRefusal::new(e.code.code(), e.message))
     }
 
+    /// Publishes the view of the stored topics (start-up, before the groups load; the
+    /// partitions open with [`Self::start`]).
+    pub fn publish_stored(&self, shard: &Rc<Shard>) -> Result<(), TopicError> {
+        let file = self.file.borrow().clone();
+        let view = self.view_of(shard, &file, self.version.get())?;
+        shard.view.publish(view);
+        Ok(())
+    }
+
     /// Applies `file` as the next version of the local assignment: publishes its view, then
     /// opens and closes partitions by command.
     async fn apply(&self, shard: &Rc<Shard>, file: &TopicsFile) -> Result<(), TopicError> {
-        let published = build_view(file, shard)?;
         let version = self.version.get() + 1;
-        let assignment = local_assignment(file, &self.broker, version)
-            .map_err(|e| TopicError::new(ErrorCode::UnknownServerError, e.to_string()))?;
-        let view = Arc::new(kaas_cluster::view::ClusterView::new(
-            &assignment,
-            BrokerId(self.broker.id),
-            shard.router.shards(),
-        ));
+        let published = self.view_of(shard, file, version)?;
+        let Some(view) = published.cluster.clone() else {
+            return Err(TopicError::new(
+                ErrorCode::UnknownServerError,
+                "a standalone view without its assignment",
+            ));
+        };
         let Some(mut follower) = self.follower.borrow_mut().take() else {
             return Err(TopicError::new(
                 ErrorCode::UnknownServerError,
@@ -216,6 +224,33 @@ impl LocalController {
         *self.follower.borrow_mut() = Some(follower);
         self.version.set(version);
         Ok(())
+    }
+
+    /// The view of `file` as version `version` of the local assignment.
+    fn view_of(
+        &self,
+        shard: &Shard,
+        file: &TopicsFile,
+        version: u64,
+    ) -> Result<ClusterView, TopicError> {
+        let defaults = &shard.config.topic_defaults;
+        let topics = file
+            .topics
+            .iter()
+            .map(|record| record.to_info(defaults))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| TopicError::new(ErrorCode::UnknownServerError, e.to_string()))?;
+        let mut view = ClusterView::standalone(
+            file.cluster_id.clone(),
+            shard.router.shards(),
+            &topics,
+            &self.broker,
+            version,
+            defaults,
+        )
+        .map_err(|e| TopicError::new(ErrorCode::UnknownServerError, e.to_string()))?;
+        view.group_configs = Arc::new(file.group_configs.clone());
+        Ok(view)
     }
 
     /// Closes and removes every partition directory of `name` on every shard, then the topic
@@ -272,19 +307,4 @@ fn unknown(topic: &TopicName) -> TopicChangeRefusal {
 
 fn invalid_config(error: InvalidConfig) -> TopicChangeRefusal {
     TopicChangeRefusal::new(codes::INVALID_CONFIG, error.0)
-}
-
-/// The cluster view for a topic store.
-pub fn build_view(file: &TopicsFile, shard: &Shard) -> Result<ClusterView, TopicError> {
-    let mut topics = Vec::with_capacity(file.topics.len());
-    for record in &file.topics {
-        topics.push(
-            record
-                .to_info(&shard.config.topic_defaults)
-                .map_err(|e| TopicError::new(ErrorCode::UnknownServerError, e.to_string()))?,
-        );
-    }
-    let mut view = ClusterView::new(file.cluster_id.clone(), shard.router.shards(), topics);
-    view.group_configs = Arc::new(file.group_configs.clone());
-    Ok(view)
 }

@@ -4,11 +4,10 @@
 //! for the followed assignment to show it ([`view_wait`]). A standalone broker keeps its
 //! topics in `__cluster/topics.json` ([`topic_store`]) and is its own controller
 //! ([`local_controller`]): it serves the link on shard 0 and follows the one-broker
-//! assignment of its topics ([`local_assignment`]); a cluster broker's link goes to the
+//! assignment of its topics (`model::local_assignment`); a cluster broker's link goes to the
 //! cluster core's KafkaTopic service.
 
 pub mod checks;
-pub mod local_assignment;
 pub mod local_controller;
 pub mod replica_assignment;
 pub mod topic_change_link;

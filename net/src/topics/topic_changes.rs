@@ -86,11 +86,8 @@ impl TopicChanges {
         if view.topic(&topic.name).is_some() {
             return Err(already_exists(&topic.name));
         }
-        let (partitions, config) = check_new_topic(
-            &topic,
-            shard.config.default_partitions,
-            &brokers(shard, &view),
-        )?;
+        let (partitions, config) =
+            check_new_topic(&topic, shard.config.default_partitions, &brokers(&view))?;
         self.create(shard, name, partitions, config, validate_only, wait)
             .await
     }
@@ -222,12 +219,7 @@ impl TopicChanges {
         let Some(current) = view.topic(name).map(|topic| topic.partitions) else {
             return Err(unknown_topic(name));
         };
-        check_added_partitions(
-            current,
-            count,
-            assignments.as_deref(),
-            &brokers(shard, &view),
-        )?;
+        check_added_partitions(current, count, assignments.as_deref(), &brokers(&view))?;
         if validate_only {
             return Ok(());
         }
@@ -390,14 +382,13 @@ fn topic_name(name: &str) -> Result<TopicName, TopicError> {
         .map_err(|error| TopicError::new(ErrorCode::InvalidTopicException, error.to_string()))
 }
 
-/// The broker ids a manual assignment may name: the assignment's brokers, or this broker
-/// alone when it is standalone.
-fn brokers(shard: &Shard, view: &ClusterView) -> Vec<i32> {
-    match &view.cluster {
-        Some(cluster) => cluster.brokers().keys().map(|id| id.0).collect(),
-        None if view.is_cluster() => Vec::new(),
-        None => vec![shard.config.node_id],
-    }
+/// The broker ids a manual assignment may name: the assignment's brokers (a standalone
+/// broker's own assignment names it alone).
+fn brokers(view: &ClusterView) -> Vec<i32> {
+    view.cluster
+        .as_ref()
+        .map(|cluster| cluster.brokers().keys().map(|id| id.0).collect())
+        .unwrap_or_default()
 }
 
 /// A new random topic id, never one Kafka reserves.

@@ -43,6 +43,6 @@ pub mod shard_topic;
 
 pub use crate::model::offsets_topic::{
     is_offsets_topic, is_served, partition_for, shard_of_partition, topic_by_id, topic_by_name,
-    topic_id, topic_info, CONFIGS, NAME, PARTITIONS,
+    topic_id, topic_info, CONFIGS, LEADER_EPOCH, NAME, PARTITIONS,
 };
 pub use shard_topic::OffsetsTopic;

@@ -37,7 +37,7 @@ fn standalone_view() -> ClusterView {
         log_config: config.log_config(&TopicDefaults::default()),
         config,
     };
-    ClusterView::new("c".into(), 1, vec![topic])
+    crate::shard::test_support::standalone_view(1, &[topic])
 }
 
 fn at(topic: usize, partition: usize) -> Position {

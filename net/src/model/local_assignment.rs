@@ -1,19 +1,18 @@
 //! A standalone broker's own assignment: it is a cluster of one, and its topic store acts as
 //! that cluster's controller. Every topic change (and the start) makes the one-broker
 //! assignment of the topics in `topics.json` — this broker leads every partition at
-//! [`STANDALONE_LEADER_EPOCH`], no group is named — which the store applies with the same
-//! [`AssignmentFollower`](crate::shard::takeover_driver::AssignmentFollower) a cluster
-//! broker runs, so partitions open and close by command in both modes. It is never written
-//! to the volume: `topics.json` is the record, and the assignment follows from it.
+//! [`STANDALONE_LEADER_EPOCH`], no group is named — whose view every shard reads, as a
+//! cluster broker reads its controller's, and which the topic store applies with the same
+//! takeover driver a cluster broker runs, so partitions open and close by command in both
+//! modes. It is never written to the volume: `topics.json` is the record, and the assignment
+//! follows from it.
 
 use kaas_cluster::assignment::{
     Assignment, AssignmentError, AssignmentFile, BrokerFile, PartitionFile, TopicFile,
 };
 use kaas_cluster::ids::TopicId;
 
-use crate::model::cluster_view::STANDALONE_LEADER_EPOCH;
-use crate::model::uuid_text::parse_topic_id;
-use crate::topics::topic_store::TopicsFile;
+use crate::model::cluster_view::{TopicInfo, STANDALONE_LEADER_EPOCH};
 
 /// Who this broker is in its own assignment.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,9 +25,9 @@ pub struct LocalBroker {
     pub port: i32,
 }
 
-/// Version `version` of the one-broker assignment of `file`'s topics, led by `broker`.
+/// Version `version` of the one-broker assignment of `topics`, led by `broker`.
 pub fn local_assignment(
-    file: &TopicsFile,
+    topics: &[TopicInfo],
     broker: &LocalBroker,
     version: u64,
 ) -> Result<Assignment, AssignmentError> {
@@ -51,18 +50,16 @@ pub fn local_assignment(
         partitions: Default::default(),
         consumer_groups: Default::default(),
     };
-    for topic in &file.topics {
-        let id = parse_topic_id(&topic.id)
-            .map_or_else(|| topic.id.clone(), |uuid| TopicId::from(uuid).to_string());
+    for topic in topics {
         let configs = topic
-            .configs
+            .config
             .overrides()
             .map(|(name, value)| (name.to_string(), value.to_string()))
             .collect();
         assignment.topics.insert(
-            topic.name.clone(),
+            topic.name.to_string(),
             TopicFile {
-                id,
+                id: TopicId::from(topic.id).to_string(),
                 partitions: topic.partitions,
                 configs,
             },
@@ -74,7 +71,7 @@ pub fn local_assignment(
         let count = usize::try_from(topic.partitions).unwrap_or(0);
         assignment
             .partitions
-            .insert(topic.name.clone(), vec![leader; count]);
+            .insert(topic.name.to_string(), vec![leader; count]);
     }
     Assignment::try_from(assignment)
 }
@@ -82,41 +79,37 @@ pub fn local_assignment(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::topic_config::TopicConfig;
-    use crate::model::uuid_text::{random_uuid, topic_id_text};
-    use crate::topics::topic_store::TopicRecord;
+    use crate::model::topic_config::{TopicConfig, TopicDefaults};
+    use crate::model::uuid_text::random_uuid;
     use kaas_cluster::ids::{BrokerId, LeaderEpoch, TopicName, TopicPartition};
+    use kaas_engine::LogConfig;
 
     #[test]
     fn every_partition_is_led_here_at_the_standalone_epoch() {
         let uuid = random_uuid();
-        let file = TopicsFile {
-            version: 1,
-            cluster_id: "c".into(),
-            topics: vec![
-                TopicRecord {
-                    name: "orders".into(),
-                    id: topic_id_text(&uuid),
-                    partitions: 3,
-                    configs: TopicConfig::from_pairs([("retention.ms", Some("1000"))])
-                        .expect("valid"),
-                },
-                TopicRecord {
-                    name: "legacy".into(),
-                    // Files written before the base64 form hold hex ids.
-                    id: "0123456789abcdef0123456789abcdef".into(),
-                    partitions: 1,
-                    configs: TopicConfig::default(),
-                },
-            ],
-            group_configs: Default::default(),
-        };
+        let config = TopicConfig::from_pairs([("retention.ms", Some("1000"))]).expect("valid");
+        let topics = vec![
+            TopicInfo {
+                name: "orders".into(),
+                id: uuid,
+                partitions: 3,
+                log_config: config.log_config(&TopicDefaults::default()),
+                config,
+            },
+            TopicInfo {
+                name: "other".into(),
+                id: random_uuid(),
+                partitions: 1,
+                log_config: LogConfig::default(),
+                config: TopicConfig::default(),
+            },
+        ];
         let broker = LocalBroker {
             id: 7,
             host: String::new(),
             port: 9092,
         };
-        let assignment = local_assignment(&file, &broker, 4).expect("valid");
+        let assignment = local_assignment(&topics, &broker, 4).expect("valid");
         assert_eq!(assignment.version().0, 4);
         assert_eq!(assignment.brokers().len(), 1);
         let orders = TopicName::new("orders").expect("legal");
