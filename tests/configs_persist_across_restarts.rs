@@ -3,10 +3,6 @@
 
 mod support;
 
-use kaas_net::protocol::messages::incremental_alter_configs::{
-    AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
-};
-use kaas_net::protocol::Response;
 use support::{describe_configs, Kaas};
 
 const TOPIC: i8 = 2;
@@ -27,22 +23,8 @@ fn topic_and_group_configs_survive_a_restart() {
             ("min.cleanable.dirty.ratio", "0.25"),
         ],
     );
-    let alter = IncrementalAlterConfigsRequest {
-        resources: vec![AlterConfigsResource {
-            resource_type: GROUP,
-            resource_name: "kept-group".into(),
-            configs: vec![AlterableConfig {
-                name: "consumer.session.timeout.ms".into(),
-                config_operation: 0,
-                value: Some("50000".into()),
-            }],
-        }],
-        validate_only: false,
-    };
-    let Response::IncrementalAlterConfigs(altered) = client.call(1, &alter) else {
-        panic!("not IncrementalAlterConfigs")
-    };
-    assert_eq!(altered.responses[0].error_code, 0, "{altered:?}");
+    let altered = client.set_config(GROUP, "kept-group", "consumer.session.timeout.ms", "50000");
+    assert_eq!(altered.error_code, 0, "{altered:?}");
 
     let topic_keys = [
         "cleanup.policy",

@@ -5,9 +5,6 @@
 mod support;
 
 use kaas_net::protocol::messages::consumer_group_heartbeat::ConsumerGroupHeartbeatRequest;
-use kaas_net::protocol::messages::incremental_alter_configs::{
-    AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
-};
 use kaas_net::protocol::Response;
 use support::{Kaas, WireClient};
 
@@ -34,22 +31,8 @@ fn a_groups_heartbeat_interval_reaches_its_members() {
     let kaas = Kaas::start(None, &["--group-consumer-heartbeat-interval-ms", "5000"]);
     let mut client = kaas.client();
     client.create_topic("configured-topic", 1, &[]);
-    let alter = IncrementalAlterConfigsRequest {
-        resources: vec![AlterConfigsResource {
-            resource_type: 32,
-            resource_name: "tuned".into(),
-            configs: vec![AlterableConfig {
-                name: "consumer.heartbeat.interval.ms".into(),
-                config_operation: 0,
-                value: Some("7000".into()),
-            }],
-        }],
-        validate_only: false,
-    };
-    let Response::IncrementalAlterConfigs(altered) = client.call(1, &alter) else {
-        panic!("not IncrementalAlterConfigs")
-    };
-    assert_eq!(altered.responses[0].error_code, 0, "{altered:?}");
+    let altered = client.set_config(32, "tuned", "consumer.heartbeat.interval.ms", "7000");
+    assert_eq!(altered.error_code, 0, "{altered:?}");
     assert_eq!(join(&mut client, "tuned"), 7000, "the group's own interval");
     assert_eq!(join(&mut client, "untuned"), 5000, "the broker's interval");
 }

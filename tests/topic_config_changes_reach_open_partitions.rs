@@ -8,10 +8,7 @@ mod support;
 
 use kaas_cluster::assignment::Assignment;
 use kaas_engine::batch::encode_batch_for_tests;
-use kaas_net::protocol::messages::incremental_alter_configs::{
-    AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
-};
-use kaas_net::protocol::{ErrorCode, Response};
+use kaas_net::protocol::ErrorCode;
 use support::cluster::{file_brokers, start_all};
 use support::{Kaas, WireClient};
 
@@ -33,22 +30,8 @@ fn standalone_a_lowered_max_message_bytes_applies_to_the_open_partition() {
     client.create_topic("shrinking", 1, &[]);
     assert_eq!(produce_big(&mut client, "shrinking"), 0);
 
-    let alter = IncrementalAlterConfigsRequest {
-        resources: vec![AlterConfigsResource {
-            resource_type: 2,
-            resource_name: "shrinking".into(),
-            configs: vec![AlterableConfig {
-                name: "max.message.bytes".into(),
-                config_operation: 0,
-                value: Some("2000".into()),
-            }],
-        }],
-        validate_only: false,
-    };
-    let Response::IncrementalAlterConfigs(altered) = client.call(1, &alter) else {
-        panic!("not an IncrementalAlterConfigs response")
-    };
-    assert_eq!(altered.responses[0].error_code, 0, "{altered:?}");
+    let altered = client.set_config(2, "shrinking", "max.message.bytes", "2000");
+    assert_eq!(altered.error_code, 0, "{altered:?}");
     assert_eq!(
         produce_big(&mut client, "shrinking"),
         ErrorCode::MessageTooLarge.code()

@@ -20,6 +20,10 @@ use kaas_net::protocol::messages::create_topics::{
 use kaas_net::protocol::messages::describe_configs::{
     DescribeConfigsRequest, DescribeConfigsResource,
 };
+use kaas_net::protocol::messages::incremental_alter_configs::{
+    AlterConfigsResource, AlterConfigsResourceResponse, AlterableConfig,
+    IncrementalAlterConfigsRequest,
+};
 use kaas_net::protocol::messages::init_producer_id::InitProducerIdRequest;
 use kaas_net::protocol::messages::produce::{
     PartitionProduceData, ProduceRequest, TopicProduceData,
@@ -320,6 +324,33 @@ impl WireClient {
             Response::CreateTopics(r) => {
                 assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0])
             }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// IncrementalAlterConfigs setting `key` to `value` on resource `name` of
+    /// `resource_type` (2: topic, 32: group); the resource's answer.
+    pub fn set_config(
+        &mut self,
+        resource_type: i8,
+        name: &str,
+        key: &str,
+        value: &str,
+    ) -> AlterConfigsResourceResponse {
+        let request = IncrementalAlterConfigsRequest {
+            resources: vec![AlterConfigsResource {
+                resource_type,
+                resource_name: name.into(),
+                configs: vec![AlterableConfig {
+                    name: key.into(),
+                    config_operation: 0,
+                    value: Some(value.into()),
+                }],
+            }],
+            validate_only: false,
+        };
+        match self.call(1, &request) {
+            Response::IncrementalAlterConfigs(mut r) => r.responses.remove(0),
             other => panic!("unexpected {other:?}"),
         }
     }
