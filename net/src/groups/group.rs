@@ -89,7 +89,7 @@ pub fn topic_snapshot(view: &ClusterView) -> TopicSnapshot {
     TopicSnapshot::new(
         view.topics
             .values()
-            .map(|t| (t.name.to_string(), t.id, t.partitions)),
+            .map(|t| (t.name().to_string(), t.id(), t.partitions())),
     )
 }
 

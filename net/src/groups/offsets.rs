@@ -92,7 +92,7 @@ pub async fn commit(
     for offset in offsets {
         let mut error = offset_error(coordinator, view, &offset);
         if error == ErrorCode::None {
-            let topic_id = view.topic(&offset.topic).map(|topic| topic.id);
+            let topic_id = view.topic(&offset.topic).map(|topic| topic.id());
             error = check.partition_error(topic_id, offset.partition);
         }
         errors.push(error);
@@ -141,7 +141,7 @@ fn offset_error(
         .topic(&offset.topic)
         .cloned()
         .or_else(|| offsets_topic::topic_by_name(view, &offset.topic))
-        .is_some_and(|topic| (0..topic.partitions).contains(&offset.partition));
+        .is_some_and(|topic| (0..topic.partitions()).contains(&offset.partition));
     if !known {
         return ErrorCode::UnknownTopicOrPartition;
     }

@@ -67,8 +67,8 @@ pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTo
         .await;
         match created {
             Ok(info) => {
-                result.topic_id = info.id;
-                result.num_partitions = info.partitions;
+                result.topic_id = info.id();
+                result.num_partitions = info.partitions();
                 result.replication_factor = KEPT_REPLICATION_FACTOR;
                 result.configs = Some(describe(&info.config, shard));
             }

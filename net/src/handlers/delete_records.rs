@@ -34,7 +34,7 @@ pub async fn handle(shard: &Rc<Shard>, request: DeleteRecordsRequest) -> DeleteR
                 partition: partitions.len(),
             };
             let code = match info {
-                Some(t) if (0..t.partitions).contains(&partition.partition_index) => {
+                Some(t) if (0..t.partitions()).contains(&partition.partition_index) => {
                     if partition.offset < HIGH_WATERMARK {
                         ErrorCode::OffsetOutOfRange
                     } else {

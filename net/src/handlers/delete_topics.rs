@@ -34,8 +34,8 @@ pub async fn handle(
     for (name, topic_id) in targets {
         let view = shard.view.load();
         let resolved = match (&name, topic_id) {
-            (Some(name), _) if !name.is_empty() => view.topic(name).map(|t| t.name.to_string()),
-            (_, id) if id != Uuid::NIL => view.topic_by_id(&id).map(|t| t.name.to_string()),
+            (Some(name), _) if !name.is_empty() => view.topic(name).map(|t| t.name().to_string()),
+            (_, id) if id != Uuid::NIL => view.topic_by_id(&id).map(|t| t.name().to_string()),
             _ => None,
         };
         let mut result = DeletableTopicResult {

@@ -31,8 +31,8 @@ pub async fn handle(shard: &Rc<Shard>, request: DescribeLogDirsRequest) -> Descr
     match request.topics {
         None => {
             for topic in view.topics.values() {
-                for partition in 0..topic.partitions {
-                    wanted.insert((topic.name.clone(), partition), topic.clone());
+                for partition in 0..topic.partitions() {
+                    wanted.insert((topic.name().clone(), partition), topic.clone());
                 }
             }
         }
@@ -42,8 +42,8 @@ pub async fn handle(shard: &Rc<Shard>, request: DescribeLogDirsRequest) -> Descr
                     continue;
                 };
                 for partition in requested.partitions {
-                    if (0..topic.partitions).contains(&partition) {
-                        wanted.insert((topic.name.clone(), partition), topic.clone());
+                    if (0..topic.partitions()).contains(&partition) {
+                        wanted.insert((topic.name().clone(), partition), topic.clone());
                     }
                 }
             }

@@ -34,7 +34,7 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
         topics.extend(
             view.topics
                 .values()
-                .filter(|t| !offsets_topic::is_offsets_topic(&t.name))
+                .filter(|t| !offsets_topic::is_offsets_topic(t.name()))
                 .map(|t| topic_metadata(shard, &view, t)),
         );
         if offsets_topic::is_served(&view) {
@@ -109,16 +109,16 @@ fn topic_metadata(
 ) -> MetadataResponseTopic {
     MetadataResponseTopic {
         error_code: ErrorCode::None.code(),
-        name: Some(topic.name.to_string()),
-        topic_id: topic.id,
+        name: Some(topic.name().to_string()),
+        topic_id: topic.id(),
         is_internal: false,
-        partitions: (0..topic.partitions)
+        partitions: (0..topic.partitions())
             .map(|partition| {
-                let (leader, leader_epoch) = if offsets_topic::is_offsets_topic(&topic.name) {
+                let (leader, leader_epoch) = if offsets_topic::is_offsets_topic(topic.name()) {
                     // Served by this broker's group coordinators, in no assignment.
                     (shard.config.node_id, offsets_topic::LEADER_EPOCH)
                 } else {
-                    cluster_metadata::leader(view, &topic.name, partition)
+                    cluster_metadata::leader(view, topic.name(), partition)
                 };
                 MetadataResponsePartition {
                     error_code: ErrorCode::None.code(),

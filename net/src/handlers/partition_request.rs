@@ -136,14 +136,14 @@ impl<I: Send + 'static> PartitionRequests<I> {
         partition: i32,
         current_leader_epoch: i32,
     ) -> Result<ResolvedPartition, ErrorCode> {
-        if !(0..topic.partitions).contains(&partition) {
+        if !(0..topic.partitions()).contains(&partition) {
             return Err(ErrorCode::UnknownTopicOrPartition);
         }
-        let leader_epoch = if offsets_topic::is_offsets_topic(&topic.name) {
+        let leader_epoch = if offsets_topic::is_offsets_topic(topic.name()) {
             // Served by this broker's group coordinator, not led through the assignment.
             offsets_topic::LEADER_EPOCH
         } else {
-            match self.view.leadership(&topic.name, partition) {
+            match self.view.leadership(topic.name(), partition) {
                 Leadership::Unknown => return Err(ErrorCode::UnknownTopicOrPartition),
                 Leadership::Elsewhere => return Err(ErrorCode::NotLeaderOrFollower),
                 Leadership::Here { leader_epoch } => leader_epoch,
@@ -151,7 +151,7 @@ impl<I: Send + 'static> PartitionRequests<I> {
         };
         match check_leader_epoch(current_leader_epoch, leader_epoch) {
             ErrorCode::None => Ok(ResolvedPartition {
-                id: PartitionId::new(topic.name.clone(), partition),
+                id: PartitionId::new(topic.name().clone(), partition),
                 leader_epoch,
                 config: topic.log_config.clone(),
             }),

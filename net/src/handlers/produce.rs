@@ -69,7 +69,7 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
             offsets_topic::topic_by_id(&view, &topic_data.topic_id).is_some()
         } else {
             offsets_topic::is_offsets_topic(&topic_data.name)
-        } || found.is_some_and(|t| offsets_topic::is_offsets_topic(&t.name));
+        } || found.is_some_and(|t| offsets_topic::is_offsets_topic(t.name()));
         let topic = found.filter(|_| !internal);
         let unknown = if internal {
             ErrorCode::InvalidTopicException
@@ -94,7 +94,7 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
             let error = match (refuse_all, topic, data.records) {
                 (Some(error), _, _) => Some(error),
                 (None, None, _) => Some(unknown),
-                (None, Some(t), _) if !(0..t.partitions).contains(&data.index) => {
+                (None, Some(t), _) if !(0..t.partitions()).contains(&data.index) => {
                     Some(ErrorCode::UnknownTopicOrPartition)
                 }
                 (None, Some(_), None) => Some(ErrorCode::CorruptMessage),

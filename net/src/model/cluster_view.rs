@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
-use kaas_engine::{LogConfig, PartitionId};
+use kaas_engine::LogConfig;
 
 use crate::model::local_assignment::{local_assignment, LocalBroker};
 use crate::model::topic_config::TopicConfig;
@@ -22,19 +22,76 @@ use crate::protocol::Uuid;
 /// The leader epoch of every partition of a standalone broker.
 pub const STANDALONE_LEADER_EPOCH: i32 = 0;
 
-/// One topic as the cluster knows it.
+/// One topic as the cluster knows it: the assignment's description of it (name, id,
+/// partition count, config overrides as text), with the overrides parsed.
 #[derive(Clone, Debug)]
 pub struct TopicInfo {
-    /// Topic name.
-    pub name: Arc<str>,
-    /// Topic id (random, fixed at creation).
-    pub id: Uuid,
-    /// Number of partitions.
-    pub partitions: i32,
-    /// Config overrides.
+    /// The topic as the followed assignment describes it (the same `Arc` its view holds).
+    pub described: Arc<kaas_cluster::view::TopicInfo>,
+    /// Its config overrides, parsed (an override kaas refuses is left out, logged).
     pub config: TopicConfig,
     /// The engine settings the configs mean.
     pub log_config: LogConfig,
+}
+
+impl TopicInfo {
+    /// `described`, its overrides parsed over `defaults`. An override kaas does not know or
+    /// refuses is left out (logged), so the topic is still served with the default.
+    pub fn new(
+        described: Arc<kaas_cluster::view::TopicInfo>,
+        defaults: &crate::model::topic_config::TopicDefaults,
+    ) -> Self {
+        let mut config = TopicConfig::default();
+        for (name, value) in &described.configs {
+            if let Err(error) = config.set(name, value) {
+                tracing::warn!(topic = described.name.as_str(), %name, %error, "ignoring a topic config of the assignment");
+            }
+        }
+        TopicInfo {
+            log_config: config.log_config(defaults),
+            config,
+            described,
+        }
+    }
+
+    /// A topic described by its parts: `config` is checked already.
+    pub fn of(
+        name: kaas_cluster::ids::TopicName,
+        id: Uuid,
+        partitions: i32,
+        config: TopicConfig,
+        defaults: &crate::model::topic_config::TopicDefaults,
+    ) -> Self {
+        let described = kaas_cluster::view::TopicInfo {
+            name,
+            id: kaas_cluster::ids::TopicId::from(id),
+            partitions,
+            configs: config
+                .overrides()
+                .map(|(key, value)| (key.to_string(), value.to_string()))
+                .collect(),
+        };
+        TopicInfo {
+            described: Arc::new(described),
+            log_config: config.log_config(defaults),
+            config,
+        }
+    }
+
+    /// Topic name.
+    pub fn name(&self) -> &Arc<str> {
+        self.described.name.as_arc()
+    }
+
+    /// Topic id (random, fixed at creation).
+    pub fn id(&self) -> Uuid {
+        Uuid::from(self.described.id)
+    }
+
+    /// Number of partitions.
+    pub fn partitions(&self) -> i32 {
+        self.described.partitions
+    }
 }
 
 /// A snapshot of the cluster.
@@ -80,8 +137,8 @@ impl ClusterView {
             ..ClusterView::default()
         };
         for topic in topics {
-            view.topic_ids.insert(topic.id, topic.name.clone());
-            view.topics.insert(topic.name.clone(), Arc::new(topic));
+            view.topic_ids.insert(topic.id(), topic.name().clone());
+            view.topics.insert(topic.name().clone(), Arc::new(topic));
         }
         view
     }
@@ -97,21 +154,7 @@ impl ClusterView {
         let topics = assignment
             .topics()
             .values()
-            .map(|topic| {
-                let mut config = TopicConfig::default();
-                for (name, value) in &topic.configs {
-                    if let Err(error) = config.set(name, value) {
-                        tracing::warn!(topic = topic.name.as_str(), %name, %error, "ignoring a topic config of the assignment");
-                    }
-                }
-                TopicInfo {
-                    name: topic.name.as_arc().clone(),
-                    id: Uuid::from(topic.id),
-                    partitions: topic.partitions,
-                    log_config: config.log_config(defaults),
-                    config,
-                }
-            })
+            .map(|topic| TopicInfo::new(topic.clone(), defaults))
             .collect();
         let mut view = ClusterView::new(cluster_id, assignment.shards(), topics);
         view.cluster = Some(assignment);
@@ -151,7 +194,7 @@ impl ClusterView {
         let Some(info) = self.topic(topic) else {
             return Leadership::Unknown;
         };
-        if !(0..info.partitions).contains(&partition) {
+        if !(0..info.partitions()).contains(&partition) {
             return Leadership::Unknown;
         }
         let Some(cluster) = &self.cluster else {
@@ -187,22 +230,6 @@ impl ClusterView {
     /// so a topic's partitions spread over all shards.
     pub fn owner_shard(&self, topic: &str, partition: i32) -> usize {
         owner_shard(topic, partition, self.shards)
-    }
-
-    /// Partitions a shard owns.
-    pub fn partitions_of_shard(&self, shard: usize) -> Vec<(PartitionId, LogConfig)> {
-        let mut owned = Vec::new();
-        for topic in self.topics.values() {
-            for partition in 0..topic.partitions {
-                if self.owner_shard(&topic.name, partition) == shard {
-                    owned.push((
-                        PartitionId::new(topic.name.clone(), partition),
-                        topic.log_config.clone(),
-                    ));
-                }
-            }
-        }
-        owned
     }
 }
 

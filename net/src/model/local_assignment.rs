@@ -10,7 +10,6 @@
 use kaas_cluster::assignment::{
     Assignment, AssignmentError, AssignmentFile, BrokerFile, PartitionFile, TopicFile,
 };
-use kaas_cluster::ids::TopicId;
 
 use crate::model::cluster_view::{TopicInfo, STANDALONE_LEADER_EPOCH};
 
@@ -57,10 +56,10 @@ pub fn local_assignment(
             .map(|(name, value)| (name.to_string(), value.to_string()))
             .collect();
         assignment.topics.insert(
-            topic.name.to_string(),
+            topic.name().to_string(),
             TopicFile {
-                id: TopicId::from(topic.id).to_string(),
-                partitions: topic.partitions,
+                id: topic.described.id.to_string(),
+                partitions: topic.partitions(),
                 configs,
             },
         );
@@ -68,10 +67,10 @@ pub fn local_assignment(
             leader: broker.id,
             leader_epoch: STANDALONE_LEADER_EPOCH,
         };
-        let count = usize::try_from(topic.partitions).unwrap_or(0);
+        let count = usize::try_from(topic.partitions()).unwrap_or(0);
         assignment
             .partitions
-            .insert(topic.name.to_string(), vec![leader; count]);
+            .insert(topic.name().to_string(), vec![leader; count]);
     }
     Assignment::try_from(assignment)
 }
@@ -82,27 +81,26 @@ mod tests {
     use crate::model::topic_config::{TopicConfig, TopicDefaults};
     use crate::model::uuid_text::random_uuid;
     use kaas_cluster::ids::{BrokerId, LeaderEpoch, TopicName, TopicPartition};
-    use kaas_engine::LogConfig;
 
     #[test]
     fn every_partition_is_led_here_at_the_standalone_epoch() {
         let uuid = random_uuid();
         let config = TopicConfig::from_pairs([("retention.ms", Some("1000"))]).expect("valid");
         let topics = vec![
-            TopicInfo {
-                name: "orders".into(),
-                id: uuid,
-                partitions: 3,
-                log_config: config.log_config(&TopicDefaults::default()),
+            TopicInfo::of(
+                TopicName::new("orders").expect("legal"),
+                uuid,
+                3,
                 config,
-            },
-            TopicInfo {
-                name: "other".into(),
-                id: random_uuid(),
-                partitions: 1,
-                log_config: LogConfig::default(),
-                config: TopicConfig::default(),
-            },
+                &TopicDefaults::default(),
+            ),
+            TopicInfo::of(
+                TopicName::new("other").expect("legal"),
+                random_uuid(),
+                1,
+                TopicConfig::default(),
+                &TopicDefaults::default(),
+            ),
         ];
         let broker = LocalBroker {
             id: 7,

@@ -55,10 +55,15 @@ pub fn topic_id(cluster_id: &str) -> Uuid {
 
 /// The topic as handlers describe it (it is not part of the cluster view's user topics).
 pub fn topic_info(view: &ClusterView) -> Arc<TopicInfo> {
-    Arc::new(TopicInfo {
-        name: Arc::from(NAME),
-        id: topic_id(&view.cluster_id),
+    let described = kaas_cluster::view::TopicInfo {
+        name: kaas_cluster::ids::TopicName::new(NAME)
+            .unwrap_or_else(|_| unreachable!("__consumer_offsets is a legal topic name")),
+        id: kaas_cluster::ids::TopicId::from(topic_id(&view.cluster_id)),
         partitions: PARTITIONS,
+        configs: Default::default(),
+    };
+    Arc::new(TopicInfo {
+        described: Arc::new(described),
         config: TopicConfig::default(),
         log_config: LogConfig::default(),
     })

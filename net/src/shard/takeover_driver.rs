@@ -161,7 +161,7 @@ async fn push_changed_configs(
         })
         .filter_map(|(name, _)| {
             let topic = published.topic(name.as_str())?;
-            Some((topic.name.clone(), topic.log_config.clone()))
+            Some((topic.name().clone(), topic.log_config.clone()))
         })
         .collect();
     if changed.is_empty() {

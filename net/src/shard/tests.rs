@@ -13,14 +13,13 @@ use crate::protocol::Uuid;
 const SHARDS: usize = 2;
 
 fn topic(name: &str, partitions: i32) -> TopicInfo {
-    let config = TopicConfig::default();
-    TopicInfo {
-        name: name.into(),
-        id: Uuid([name.as_bytes()[0]; 16]),
+    TopicInfo::of(
+        kaas_cluster::ids::TopicName::new(name).expect("legal"),
+        Uuid([name.as_bytes()[0]; 16]),
         partitions,
-        log_config: config.log_config(&TopicDefaults::default()),
-        config,
-    }
+        TopicConfig::default(),
+        &TopicDefaults::default(),
+    )
 }
 
 /// The view of a standalone broker of `SHARDS` shards holding `topics`.

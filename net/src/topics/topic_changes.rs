@@ -147,13 +147,13 @@ impl TopicChanges {
     ) -> Result<Arc<TopicInfo>, TopicError> {
         check_partition_range(partitions)?;
         let id = new_topic_id();
-        let info = Arc::new(TopicInfo {
-            name: name.as_arc().clone(),
-            id: Uuid::from(id),
+        let info = Arc::new(TopicInfo::of(
+            name.clone(),
+            Uuid::from(id),
             partitions,
-            log_config: config.log_config(&shard.config.topic_defaults),
             config,
-        });
+            &shard.config.topic_defaults,
+        ));
         if validate_only {
             return Ok(info);
         }
@@ -166,7 +166,7 @@ impl TopicChanges {
         self.link.send(change, ANSWER_TIMEOUT).await?;
         let expectation = Expectation::Created {
             name: name.as_str().to_string(),
-            id: info.id,
+            id: info.id(),
         };
         if !self.wait(shard, &expectation, wait).await {
             return Err(not_visible(name.as_str(), "created", wait));
@@ -191,7 +191,7 @@ impl TopicChanges {
             .view
             .load()
             .topic(name)
-            .map_or(Uuid::NIL, |topic| topic.id);
+            .map_or(Uuid::NIL, |topic| topic.id());
         self.link
             .send(TopicChange::Delete { topic }, ANSWER_TIMEOUT)
             .await?;
@@ -216,7 +216,7 @@ impl TopicChanges {
         wait: Duration,
     ) -> Result<(), TopicError> {
         let view = shard.view.load();
-        let Some(current) = view.topic(name).map(|topic| topic.partitions) else {
+        let Some(current) = view.topic(name).map(|topic| topic.partitions()) else {
             return Err(unknown_topic(name));
         };
         check_added_partitions(current, count, assignments.as_deref(), &brokers(&view))?;

@@ -71,13 +71,15 @@ impl TopicRecord {
     pub fn to_info(&self, defaults: &TopicDefaults) -> Result<TopicInfo, TopicStoreError> {
         let id = parse_topic_id(&self.id)
             .ok_or_else(|| TopicStoreError::Malformed(format!("bad topic id {}", self.id)))?;
-        Ok(TopicInfo {
-            name: self.name.as_str().into(),
+        let name = kaas_cluster::ids::TopicName::new(&self.name)
+            .map_err(|e| TopicStoreError::Malformed(format!("topic {}: {e}", self.name)))?;
+        Ok(TopicInfo::of(
+            name,
             id,
-            partitions: self.partitions,
-            log_config: self.configs.log_config(defaults),
-            config: self.configs.clone(),
-        })
+            self.partitions,
+            self.configs.clone(),
+            defaults,
+        ))
     }
 }
 

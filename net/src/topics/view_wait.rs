@@ -50,10 +50,10 @@ impl Expectation {
     /// Whether `view` shows it.
     pub fn shown_by(&self, view: &ClusterView) -> bool {
         match self {
-            Expectation::Created { name, id } => view.topic(name).is_some_and(|t| t.id == *id),
-            Expectation::Deleted { name, id } => view.topic(name).is_none_or(|t| t.id != *id),
+            Expectation::Created { name, id } => view.topic(name).is_some_and(|t| t.id() == *id),
+            Expectation::Deleted { name, id } => view.topic(name).is_none_or(|t| t.id() != *id),
             Expectation::Partitions { name, count } => {
-                view.topic(name).is_some_and(|t| t.partitions >= *count)
+                view.topic(name).is_some_and(|t| t.partitions() >= *count)
             }
             Expectation::Configs { name, configs } => view.topic(name).is_some_and(|t| {
                 configs
@@ -94,13 +94,13 @@ mod tests {
             .map(|(name, id, partitions, configs)| {
                 let config = TopicConfig::from_pairs(configs.iter().map(|(k, v)| (*k, Some(*v))))
                     .expect("valid");
-                TopicInfo {
-                    name: (*name).into(),
-                    id: Uuid([*id; 16]),
-                    partitions: *partitions,
-                    log_config: config.log_config(&TopicDefaults::default()),
+                TopicInfo::of(
+                    kaas_cluster::ids::TopicName::new(name).expect("legal"),
+                    Uuid([*id; 16]),
+                    *partitions,
                     config,
-                }
+                    &TopicDefaults::default(),
+                )
             })
             .collect();
         ClusterView::new("c".into(), 1, topics)

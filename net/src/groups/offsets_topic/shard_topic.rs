@@ -213,8 +213,8 @@ impl OffsetsTopic {
             for (topic, partition, committed) in group.store.offsets() {
                 let topic_id = view
                     .topic(&topic)
-                    .map(|t| t.id)
-                    .or_else(|| super::topic_by_name(view, &topic).map(|t| t.id));
+                    .map(|t| t.id())
+                    .or_else(|| super::topic_by_name(view, &topic).map(|t| t.id()));
                 values.insert(
                     offset_commit_key(&group.id, &topic, partition),
                     offset_commit_value(&committed, topic_id),

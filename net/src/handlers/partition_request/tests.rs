@@ -29,14 +29,13 @@ fn cluster_view(version: u64, epoch_0: i32, leader_0: i32) -> ClusterView {
 }
 
 fn standalone_view() -> ClusterView {
-    let config = TopicConfig::default();
-    let topic = TopicInfo {
-        name: "t".into(),
-        id: Uuid([7; 16]),
-        partitions: 2,
-        log_config: config.log_config(&TopicDefaults::default()),
-        config,
-    };
+    let topic = TopicInfo::of(
+        TopicName::new("t").expect("legal"),
+        Uuid([7; 16]),
+        2,
+        TopicConfig::default(),
+        &TopicDefaults::default(),
+    );
     crate::shard::test_support::standalone_view(1, &[topic])
 }
 
