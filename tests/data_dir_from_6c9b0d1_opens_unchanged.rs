@@ -11,8 +11,8 @@
 //! The fixtures live in `tests/fixtures/standalone-6c9b0d1/`: `clean/` was stopped with
 //! SIGTERM (flush and checkpoint), `killed/` with `kill -9` after the last acknowledged write.
 //! Each holds `data/` (the data directory) and `written.txt` (what the wire gave back while
-//! writing it: topic ids and the producer id). [`write_the_fixtures_with_the_6c9b0d1_binary`]
-//! wrote them; the fixture's README says how to run it again.
+//! writing it: topic ids and the producer id). The fixture's README says how they were
+//! written and how to write them again.
 //!
 //! The fixtures are frozen in time: their records carry fixed timestamps from 2023 and the
 //! commits are as old as the fixture. So the broker runs with producer-id expiration and
@@ -23,26 +23,13 @@
 mod support;
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
-use bytes::Bytes;
 use kaas_engine::batch::encode_batch_for_tests;
-use kaas_net::protocol::messages::consumer_group_heartbeat::ConsumerGroupHeartbeatRequest;
-use kaas_net::protocol::messages::incremental_alter_configs::{
-    AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
-};
-use kaas_net::protocol::messages::join_group::{JoinGroupRequest, JoinGroupRequestProtocol};
 use kaas_net::protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
-use kaas_net::protocol::messages::offset_commit::{
-    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
-use kaas_net::protocol::messages::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kaas_net::protocol::{Response, Uuid};
-use support::{describe_configs, fetch_at, free_port, wait_for_healthz, Kaas, WireClient};
+use support::{describe_configs, fetch_at, Kaas, WireClient};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -67,7 +54,6 @@ const ADDED: &str = "added-later";
 const CLASSIC_GROUP: &str = "classic-readers";
 const STANDALONE_GROUP: &str = "standalone-readers";
 const KIP_848_GROUP: &str = "next-gen-readers";
-const KIP_848_MEMBER: &str = "Fx0Nd6c9b0d1QmVtYmVyMQ";
 /// The group config override set on the KIP-848 group.
 const GROUP_CONFIG: (&str, &str) = ("consumer.session.timeout.ms", "50000");
 
@@ -378,48 +364,6 @@ fn describe_topic(client: &mut WireClient, topic: &str) -> (Uuid, Vec<i32>) {
     (found.topic_id, partitions)
 }
 
-/// Commits `offsets` (topic, partition, offset, metadata) for `group`; asserts success.
-fn commit(
-    client: &mut WireClient,
-    group: &str,
-    member: &str,
-    generation_or_epoch: i32,
-    offsets: &[(String, i32, i64, String)],
-) {
-    let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
-    for (topic, partition, offset, metadata) in offsets {
-        let partition = OffsetCommitRequestPartition {
-            partition_index: *partition,
-            committed_offset: *offset,
-            committed_leader_epoch: -1,
-            committed_metadata: Some(metadata.clone()),
-        };
-        match topics.iter_mut().find(|t| t.name == *topic) {
-            Some(t) => t.partitions.push(partition),
-            None => topics.push(OffsetCommitRequestTopic {
-                name: topic.clone(),
-                partitions: vec![partition],
-                ..Default::default()
-            }),
-        }
-    }
-    let request = OffsetCommitRequest {
-        group_id: group.into(),
-        generation_id_or_member_epoch: generation_or_epoch,
-        member_id: member.into(),
-        topics,
-        ..Default::default()
-    };
-    let Response::OffsetCommit(response) = client.call(9, &request) else {
-        panic!("not OffsetCommit")
-    };
-    for topic in &response.topics {
-        for partition in &topic.partitions {
-            assert_eq!(partition.error_code, 0, "{group}: {response:?}");
-        }
-    }
-}
-
 /// The committed offsets of `group`, sorted: (topic, partition, offset, metadata).
 fn committed(client: &mut WireClient, group: &str) -> Vec<(String, i32, i64, String)> {
     let request = OffsetFetchRequest {
@@ -470,10 +414,6 @@ struct Written {
     producer: (i64, i16),
 }
 
-fn hex(id: Uuid) -> String {
-    id.0.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn parse_hex(text: &str) -> Uuid {
     assert_eq!(text.len(), 32, "{text}");
     let mut bytes = [0u8; 16];
@@ -484,18 +424,6 @@ fn parse_hex(text: &str) -> Uuid {
 }
 
 impl Written {
-    fn to_text(&self) -> String {
-        let mut text = String::new();
-        for (topic, id) in &self.topic_ids {
-            text.push_str(&format!("topic {topic} {}\n", hex(*id)));
-        }
-        text.push_str(&format!(
-            "producer {} {}\n",
-            self.producer.0, self.producer.1
-        ));
-        text
-    }
-
     fn read(path: &Path) -> Written {
         let text = std::fs::read_to_string(path).expect("written.txt");
         let mut written = Written {
@@ -738,242 +666,4 @@ fn a_data_dir_stopped_with_sigterm_opens_unchanged() {
 #[test]
 fn a_data_dir_stopped_with_kill_9_opens_unchanged() {
     opens_unchanged("killed");
-}
-
-// ---- the writer ----
-
-/// A broker process of another build (the writer runs the 6c9b0d1 binary), killed when
-/// dropped.
-struct OtherBuild {
-    child: Option<Child>,
-    kafka: SocketAddr,
-}
-
-impl OtherBuild {
-    fn start(binary: &Path, data_dir: &Path, extra: &[&str]) -> OtherBuild {
-        let kafka = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let mut child = Command::new(binary)
-            .arg("--listen")
-            .arg(kafka.to_string())
-            .arg("--admin-listen")
-            .arg(admin.to_string())
-            .arg("--data-dir")
-            .arg(data_dir)
-            .args(extra)
-            .env_remove("MY_POD_NAME")
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn the old kaas");
-        let ready = wait_for_healthz(&mut child, admin, "the old kaas exited during start-up");
-        assert!(ready, "the old kaas did not become ready");
-        OtherBuild {
-            child: Some(child),
-            kafka,
-        }
-    }
-
-    /// SIGTERM and a clean exit.
-    fn terminate(&mut self) -> bool {
-        let Some(mut child) = self.child.take() else {
-            return false;
-        };
-        // SAFETY: plain kill(2) on our own child's pid.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = child.try_wait() {
-                return status.success();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        false
-    }
-
-    fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for OtherBuild {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-/// Joins `group` as its only classic member and syncs; returns (member id, generation).
-fn join_classic(client: &mut WireClient, group: &str) -> (String, i32) {
-    let mut member_id = String::new();
-    for _ in 0..2 {
-        let request = JoinGroupRequest {
-            group_id: group.into(),
-            session_timeout_ms: 30_000,
-            rebalance_timeout_ms: 30_000,
-            member_id: member_id.clone(),
-            protocol_type: "consumer".into(),
-            protocols: vec![JoinGroupRequestProtocol {
-                name: "range".into(),
-                metadata: Bytes::from_static(b"\0\x01\0\0\0\0\xff\xff\xff\xff"),
-            }],
-            ..Default::default()
-        };
-        let Response::JoinGroup(joined) = client.call(9, &request) else {
-            panic!("not JoinGroup")
-        };
-        member_id = joined.member_id.clone();
-        if joined.error_code == 0 {
-            let request = SyncGroupRequest {
-                group_id: group.into(),
-                generation_id: joined.generation_id,
-                member_id: member_id.clone(),
-                assignments: vec![SyncGroupRequestAssignment {
-                    member_id: member_id.clone(),
-                    assignment: Bytes::from_static(b"orders 0-2"),
-                }],
-                ..Default::default()
-            };
-            let Response::SyncGroup(synced) = client.call(5, &request) else {
-                panic!("not SyncGroup")
-            };
-            assert_eq!(synced.error_code, 0, "{synced:?}");
-            return (member_id, joined.generation_id);
-        }
-        assert_eq!(
-            joined.error_code, 79,
-            "MEMBER_ID_REQUIRED first: {joined:?}"
-        );
-    }
-    panic!("{group}: no generation after two joins")
-}
-
-/// Joins the KIP-848 group subscribed to `latest`; returns the member epoch.
-fn join_kip_848(client: &mut WireClient) -> i32 {
-    let request = ConsumerGroupHeartbeatRequest {
-        group_id: KIP_848_GROUP.into(),
-        member_id: KIP_848_MEMBER.into(),
-        member_epoch: 0,
-        rebalance_timeout_ms: 30_000,
-        subscribed_topic_names: Some(vec![LATEST.to_string()]),
-        topic_partitions: Some(Vec::new()),
-        ..Default::default()
-    };
-    let Response::ConsumerGroupHeartbeat(beat) = client.call(1, &request) else {
-        panic!("not ConsumerGroupHeartbeat")
-    };
-    assert_eq!(beat.error_code, 0, "{beat:?}");
-    assert!(beat.member_epoch > 0, "{beat:?}");
-    beat.member_epoch
-}
-
-/// Writes everything the fixture holds through `client`; returns what the wire gave back.
-fn write_fixture_content(client: &mut WireClient) -> Written {
-    client.create_topic(ORDERS, ORDERS_PARTITIONS, &ORDERS_CONFIGS);
-    client.create_topic(LATEST, LATEST_PARTITIONS, &LATEST_CONFIGS);
-    let alter = IncrementalAlterConfigsRequest {
-        resources: vec![AlterConfigsResource {
-            resource_type: GROUP_RESOURCE,
-            resource_name: KIP_848_GROUP.into(),
-            configs: vec![AlterableConfig {
-                name: GROUP_CONFIG.0.into(),
-                config_operation: 0,
-                value: Some(GROUP_CONFIG.1.into()),
-            }],
-        }],
-        validate_only: false,
-    };
-    let Response::IncrementalAlterConfigs(altered) = client.call(1, &alter) else {
-        panic!("not IncrementalAlterConfigs")
-    };
-    assert_eq!(altered.responses[0].error_code, 0, "{altered:?}");
-
-    let mut next_offsets: HashMap<(&str, i32), i64> = HashMap::new();
-    for batch in planned_batches() {
-        let next = next_offsets
-            .entry((batch.topic, batch.partition))
-            .or_default();
-        assert_eq!(
-            produce_one(client, batch.topic, batch.partition, encode(&batch)),
-            (0, *next)
-        );
-        *next += batch.records.len() as i64;
-    }
-    let producer = client.init_producer();
-    let next = next_offsets
-        .entry((ORDERS, PRODUCER_PARTITION))
-        .or_default();
-    for (sequence, count) in PRODUCER_BATCHES {
-        assert_eq!(
-            produce_one(
-                client,
-                ORDERS,
-                PRODUCER_PARTITION,
-                producer_batch(producer, sequence, count)
-            ),
-            (0, *next)
-        );
-        *next += count as i64;
-    }
-
-    let commits = expected_commits();
-    let (member, generation) = join_classic(client, CLASSIC_GROUP);
-    commit(
-        client,
-        CLASSIC_GROUP,
-        &member,
-        generation,
-        &commits[CLASSIC_GROUP],
-    );
-    commit(client, STANDALONE_GROUP, "", -1, &commits[STANDALONE_GROUP]);
-    let epoch = join_kip_848(client);
-    commit(
-        client,
-        KIP_848_GROUP,
-        KIP_848_MEMBER,
-        epoch,
-        &commits[KIP_848_GROUP],
-    );
-
-    let topic_ids = [ORDERS, LATEST]
-        .into_iter()
-        .map(|topic| (topic.to_string(), describe_topic(client, topic).0))
-        .collect();
-    Written {
-        topic_ids,
-        producer,
-    }
-}
-
-/// Writes `tests/fixtures/standalone-6c9b0d1/{clean,killed}` with the binary built at commit
-/// 6c9b0d1, named by `KAAS_6C9B0D1_BINARY` (the fixture's README says how to build it). Run
-/// on purpose only: `cargo test --test data_dir_from_6c9b0d1_opens_unchanged -- --ignored`.
-#[test]
-#[ignore = "writes the committed fixtures; needs KAAS_6C9B0D1_BINARY"]
-fn write_the_fixtures_with_the_6c9b0d1_binary() {
-    let binary = PathBuf::from(
-        std::env::var("KAAS_6C9B0D1_BINARY").expect("KAAS_6C9B0D1_BINARY names the old kaas"),
-    );
-    for (variant, clean) in [("clean", true), ("killed", false)] {
-        let fixture = Path::new(FIXTURES).join(variant);
-        if fixture.exists() {
-            std::fs::remove_dir_all(&fixture).expect("remove the old fixture");
-        }
-        let data_dir = fixture.join("data");
-        std::fs::create_dir_all(&data_dir).expect("mkdir");
-        let mut old = OtherBuild::start(&binary, &data_dir, &WRITER_FLAGS);
-        let written = write_fixture_content(&mut WireClient::connect(old.kafka));
-        if clean {
-            assert!(old.terminate(), "clean exit on SIGTERM");
-        } else {
-            old.kill9();
-        }
-        std::fs::write(fixture.join("written.txt"), written.to_text()).expect("written.txt");
-    }
 }
