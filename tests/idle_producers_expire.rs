@@ -14,12 +14,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kaas_engine::batch::encode_batch_for_tests;
-use kaas_net::protocol::messages::describe_configs::{
-    DescribeConfigsRequest, DescribeConfigsResource,
-};
 use kaas_net::protocol::messages::metadata::MetadataRequest;
 use kaas_net::protocol::Response;
-use support::{Kaas, WireClient};
+use support::{describe_configs, Kaas, WireClient};
 
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 const EXPIRATION_MS: u64 = 2_000;
@@ -87,29 +84,10 @@ fn broker_settings(client: &mut WireClient, keys: &[&str]) -> Vec<String> {
     ) else {
         panic!("not Metadata")
     };
-    let node_id = metadata.brokers[0].node_id;
-    let request = DescribeConfigsRequest {
-        resources: vec![DescribeConfigsResource {
-            resource_type: RESOURCE_BROKER,
-            resource_name: node_id.to_string(),
-            configuration_keys: Some(keys.iter().map(|k| k.to_string()).collect()),
-        }],
-        ..Default::default()
-    };
-    let Response::DescribeConfigs(response) = client.call(4, &request) else {
-        panic!("not DescribeConfigs")
-    };
-    let result = &response.results[0];
-    assert_eq!(result.error_code, 0, "{result:?}");
-    keys.iter()
-        .map(|key| {
-            result
-                .configs
-                .iter()
-                .find(|c| c.name == *key)
-                .and_then(|c| c.value.clone())
-                .unwrap_or_else(|| panic!("{key} missing from {result:?}"))
-        })
+    let node_id = metadata.brokers[0].node_id.to_string();
+    describe_configs(client, RESOURCE_BROKER, &node_id, keys)
+        .into_iter()
+        .map(|(value, _source)| value)
         .collect()
 }
 
