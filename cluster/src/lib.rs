@@ -17,6 +17,7 @@ pub mod command;
 pub mod controller;
 pub mod follower;
 pub mod ids;
+pub mod internal_topics;
 pub mod lease;
 pub mod open_state;
 pub mod placement;

@@ -172,9 +172,9 @@ pub fn plan_takeover(
     }
     let mut wanted_groups: BTreeMap<GroupId, ShardIndex> = new
         .named_groups()
-        .iter()
-        .filter(|(_, broker)| **broker == me)
-        .map(|(group, _)| (group.clone(), new.group_shard(group)))
+        .keys()
+        .filter(|group| new.coordinator_of(group) == Some(me))
+        .map(|group| (group.clone(), new.group_shard(group)))
         .collect();
     for (_, holdings) in open.shards() {
         for group in &holdings.groups {

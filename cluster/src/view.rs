@@ -11,7 +11,8 @@ use crate::ids::{
     AssignmentVersion, BrokerId, ControllerEpoch, GroupId, LeaderEpoch, ShardIndex, TopicId,
     TopicName, TopicPartition,
 };
-use crate::placement::{fallback_coordinator, group_shard, owner_shard};
+use crate::internal_topics::{is_internal, offsets_partition};
+use crate::placement::{fallback_coordinator, group_shard, offsets_partition_shard, owner_shard};
 
 /// One topic as the cluster knows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +51,8 @@ pub struct ClusterView {
     partitions: HashMap<TopicPartition, PartitionPlacement>,
     led_by: BTreeMap<BrokerId, Vec<TopicPartition>>,
     groups: BTreeMap<GroupId, BrokerId>,
+    offsets_topic: Option<Arc<TopicInfo>>,
+    offsets_partitions: Vec<PartitionPlacement>,
 }
 
 impl ClusterView {
@@ -61,21 +64,38 @@ impl ClusterView {
         let mut topic_ids = HashMap::new();
         let mut partitions = HashMap::new();
         let mut led_by: BTreeMap<BrokerId, Vec<TopicPartition>> = BTreeMap::new();
+        let mut offsets_topic = None;
+        let mut offsets_partitions = Vec::new();
         for (name, topic) in assignment.topics() {
+            let info = Arc::new(TopicInfo {
+                name: name.clone(),
+                id: topic.id,
+                partitions: topic.partitions.len() as i32,
+                configs: topic.configs.clone(),
+            });
+            if is_internal(name.as_str()) {
+                offsets_partitions = topic
+                    .partitions
+                    .iter()
+                    .enumerate()
+                    .map(|(index, leader)| PartitionPlacement {
+                        leader: leader.leader,
+                        leader_epoch: leader.leader_epoch,
+                        owner_shard: offsets_partition_shard(index as i32, shards),
+                    })
+                    .collect();
+                offsets_topic = Some(info);
+                continue;
+            }
             topic_ids.insert(topic.id, name.clone());
-            topics.insert(
-                name.clone(),
-                Arc::new(TopicInfo {
-                    name: name.clone(),
-                    id: topic.id,
-                    partitions: topic.partitions.len() as i32,
-                    configs: topic.configs.clone(),
-                }),
-            );
+            topics.insert(name.clone(), info);
         }
         // `Assignment::partitions` yields topic then partition order, so every `led_by` list
         // comes out sorted.
         for (partition, leader) in assignment.partitions() {
+            if is_internal(partition.topic.as_str()) {
+                continue;
+            }
             let placement = PartitionPlacement {
                 leader: leader.leader,
                 leader_epoch: leader.leader_epoch,
@@ -98,6 +118,8 @@ impl ClusterView {
             partitions,
             led_by,
             groups: assignment.groups().clone(),
+            offsets_topic,
+            offsets_partitions,
         }
     }
 
@@ -163,10 +185,32 @@ impl ClusterView {
         &self.groups
     }
 
-    /// The broker coordinating `group`: the one the assignment names, or else the
-    /// [`fallback_coordinator`] among the assignment's brokers; `None` only when the
-    /// assignment has no brokers.
+    /// `__consumer_offsets` when the assignment places it (the user topics never include it).
+    pub fn offsets_topic(&self) -> Option<&Arc<TopicInfo>> {
+        self.offsets_topic.as_ref()
+    }
+
+    /// Who leads partition `partition` of `__consumer_offsets`, when the assignment places it.
+    pub fn offsets_leader(&self, partition: i32) -> Option<&PartitionPlacement> {
+        usize::try_from(partition)
+            .ok()
+            .and_then(|index| self.offsets_partitions.get(index))
+    }
+
+    /// Where `group` is coordinated: the placement of its `__consumer_offsets` partition
+    /// (leader and leader epoch), when the assignment places that topic.
+    pub fn group_placement(&self, group: &GroupId) -> Option<&PartitionPlacement> {
+        self.offsets_leader(offsets_partition(group.as_str()))
+    }
+
+    /// The broker coordinating `group`: the leader of its `__consumer_offsets` partition when
+    /// the assignment places that topic (every controller's does), else the one the
+    /// assignment names, or else the [`fallback_coordinator`] among the assignment's brokers;
+    /// `None` only when the assignment has no brokers.
     pub fn coordinator_of(&self, group: &GroupId) -> Option<BrokerId> {
+        if let Some(placement) = self.group_placement(group) {
+            return Some(placement.leader);
+        }
         match self.groups.get(group) {
             Some(broker) => Some(*broker),
             None => fallback_coordinator(group, self.brokers.keys().copied()),
@@ -228,6 +272,41 @@ mod tests {
         assert_eq!(view.topic("orders").map(|t| t.partitions), Some(3));
         assert_eq!(view.controller_epoch(), ControllerEpoch(3));
         assert_eq!(view.assignment_version(), AssignmentVersion(17));
+    }
+
+    #[test]
+    fn groups_follow_their_offsets_partition_and_the_topic_is_kept_apart() {
+        let leaders: Vec<String> = (0..50)
+            .map(|p| format!(r#"{{"leader": {}, "leader_epoch": {}}}"#, p % 2, 65536 + p))
+            .collect();
+        let text = format!(
+            r#"{{"format": 1, "controller_epoch": 1, "assignment_version": 2,
+             "brokers": [{{"id": 0, "host": "h0", "port": 9092}}, {{"id": 1, "host": "h1", "port": 9092}}],
+             "topics": {{"__consumer_offsets": {{"id": "ASNFZ4mrze_-3LqYdlQyEA", "partitions": 50}}}},
+             "partitions": {{"__consumer_offsets": [{}]}},
+             "consumerGroups": {{"billing": 0}}}}"#,
+            leaders.join(",")
+        );
+        let assignment = Assignment::from_json(text.as_bytes()).expect("valid");
+        let view = ClusterView::new(&assignment, BrokerId(0), 4);
+        assert!(view.topics().is_empty(), "not a user topic");
+        assert!(
+            view.partitions_led_by(BrokerId(0)).is_empty(),
+            "never opened as a log"
+        );
+        assert_eq!(view.offsets_topic().map(|t| t.partitions), Some(50));
+        for group in ["billing", "orders", "lag-tool", ""] {
+            let group = GroupId::new(group);
+            let partition = offsets_partition(group.as_str());
+            let placement = view.group_placement(&group).expect("placed");
+            assert_eq!(placement.leader, BrokerId(partition % 2));
+            assert_eq!(placement.leader_epoch, LeaderEpoch(65536 + partition));
+            assert_eq!(placement.owner_shard, view.group_shard(&group));
+            // The partition's leader, even where the file names another broker.
+            assert_eq!(view.coordinator_of(&group), Some(placement.leader));
+        }
+        assert!(view.offsets_leader(50).is_none());
+        assert!(view.offsets_leader(-1).is_none());
     }
 
     #[test]

@@ -910,7 +910,17 @@ impl World {
                 self.ready_sent,
             ));
         }
-        if last.topics().keys().collect::<Vec<_>>() != self.topics.keys().collect::<Vec<_>>() {
+        // Every KafkaTopic, plus the internal `__consumer_offsets` the controller adds.
+        let user_topics: Vec<_> = last
+            .topics()
+            .keys()
+            .filter(|name| !kaas_cluster::internal_topics::is_internal(name.as_str()))
+            .collect();
+        if user_topics != self.topics.keys().collect::<Vec<_>>()
+            || !last
+                .topics()
+                .contains_key(kaas_cluster::internal_topics::OFFSETS_TOPIC)
+        {
             return Err("the assignment does not list the topics".into());
         }
         for proc in &self.procs {
@@ -923,6 +933,10 @@ impl World {
             }
         }
         for (partition, leader) in last.partitions() {
+            // Brokers never open `__consumer_offsets` as a log: its leaders coordinate groups.
+            if kaas_cluster::internal_topics::is_internal(partition.topic.as_str()) {
+                continue;
+            }
             let open_on: Vec<(usize, Vec<(kaas_cluster::ids::ShardIndex, LeaderEpoch)>)> = self
                 .procs
                 .iter()

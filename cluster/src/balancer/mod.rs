@@ -5,6 +5,9 @@
 //! # What it decides
 //!
 //! - **Brokers**: the assignment lists exactly the alive brokers, with their endpoints.
+//! - **Group coordinators** follow `__consumer_offsets` when the request has that topic (the
+//!   controller always adds it, [`crate::internal_topics`]): a group's broker is the leader of
+//!   its partition of it, as in Kafka. Without it they are spread on their own, as below.
 //! - **Partition leadership** and **group coordinators** are each spread evenly over the
 //!   alive brokers (loads at most one apart, for partitions and for groups separately) while
 //!   moving as few as any even spread can ([`spread`]'s doc has the argument). In particular a
@@ -44,6 +47,7 @@ use crate::assignment::{
 use crate::ids::{
     AssignmentVersion, BrokerId, ControllerEpoch, GroupId, LeaderEpoch, TopicName, TopicPartition,
 };
+use crate::internal_topics::{offsets_partition, offsets_topic_name, OFFSETS_TOPIC};
 use crate::placement::fallback_coordinator;
 use crate::view::TopicInfo;
 
@@ -74,7 +78,11 @@ pub fn balance(request: &BalanceRequest<'_>) -> Result<Assignment, BalanceError>
     let range = EpochRange::of(request.controller_epoch)?;
     let alive: BTreeSet<BrokerId> = request.brokers.keys().copied().collect();
     let leaders = place_partitions(request, &alive);
-    let coordinators = place_groups(request, &alive);
+    let coordinators = if request.topics.contains_key(OFFSETS_TOPIC) {
+        coordinators_by_offsets_partition(request.groups, &leaders)
+    } else {
+        place_groups(request, &alive)
+    };
 
     let mut partitions: BTreeMap<String, Vec<PartitionFile>> = BTreeMap::new();
     let mut topics: BTreeMap<String, TopicFile> = BTreeMap::new();
@@ -174,6 +182,25 @@ fn place_partitions(
     spread::spread(alive, kept, orphans, |p: &TopicPartition| p.topic.clone())
 }
 
+/// Each group's coordinator when `__consumer_offsets` is placed: the leader of the group's
+/// partition of it (so the groups spread as evenly as that topic's partitions do).
+fn coordinators_by_offsets_partition(
+    groups: &BTreeSet<GroupId>,
+    leaders: &BTreeMap<TopicPartition, BrokerId>,
+) -> BTreeMap<GroupId, BrokerId> {
+    let topic = offsets_topic_name();
+    groups
+        .iter()
+        .filter_map(|group| {
+            let partition = TopicPartition::new(topic.clone(), offsets_partition(group.as_str()));
+            leaders
+                .get(&partition)
+                .map(|leader| (group.clone(), *leader))
+        })
+        .collect()
+}
+
+/// Groups spread evenly on their own (an assignment without `__consumer_offsets`).
 fn place_groups(
     request: &BalanceRequest<'_>,
     alive: &BTreeSet<BrokerId>,

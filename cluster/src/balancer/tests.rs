@@ -260,3 +260,46 @@ fn an_unnamed_group_is_named_where_the_fallback_already_put_it() {
         fallback_coordinator(&group, before.brokers().keys().copied())
     );
 }
+
+#[test]
+fn groups_follow_the_leaders_of_their_offsets_partitions_across_a_departure() {
+    let mut inputs = Inputs::new(
+        &[0, 1, 2],
+        &[("orders", 1, 6)],
+        &["billing", "lag-tool", "g7"],
+    );
+    inputs.topics =
+        crate::internal_topics::with_internal_topics(&inputs.topics, None, ControllerEpoch(2));
+    let first = inputs.balance(None, 2);
+    let offsets = |assignment: &Assignment, group: &str| {
+        let partition = crate::internal_topics::offsets_partition(group);
+        assignment
+            .leader(&tp(crate::internal_topics::OFFSETS_TOPIC, partition))
+            .expect("placed")
+    };
+    for group in ["billing", "lag-tool", "g7"] {
+        assert_eq!(
+            first.groups().get(&GroupId::new(group)),
+            Some(&offsets(&first, group).leader)
+        );
+    }
+    // Broker 1 leaves: its offsets partitions move at new epochs, and its groups with them.
+    inputs.brokers.remove(&BrokerId(1));
+    let second = inputs.balance(Some(&first), 2);
+    for group in ["billing", "lag-tool", "g7"] {
+        let (before, after) = (offsets(&first, group), offsets(&second, group));
+        assert_eq!(
+            second.groups().get(&GroupId::new(group)),
+            Some(&after.leader)
+        );
+        assert_ne!(after.leader, BrokerId(1));
+        if before.leader == BrokerId(1) {
+            assert!(after.leader_epoch > before.leader_epoch);
+        } else {
+            assert_eq!(
+                after, before,
+                "a partition whose leader stays keeps its epoch"
+            );
+        }
+    }
+}

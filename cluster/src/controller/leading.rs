@@ -31,6 +31,7 @@ use crate::balancer::{balance, BalanceError, BalanceRequest, EpochRange};
 use crate::ids::{
     AssignmentVersion, BrokerId, ControllerEpoch, GroupId, LeaderEpoch, TopicName, TopicPartition,
 };
+use crate::internal_topics::with_internal_topics;
 use crate::view::TopicInfo;
 
 use super::action::Action;
@@ -158,6 +159,7 @@ impl Leading {
             }
         };
         let base = self.base().cloned();
+        let topics = with_internal_topics(context.topics, base.as_deref(), context.epoch);
         if let Some(base) = &base {
             for (broker, partition, claim) in &context.fenced {
                 // Only the leader this controller wants matters: another broker's report
@@ -168,8 +170,7 @@ impl Leading {
                 }
             }
             for (partition, leader) in base.partitions() {
-                let kept = context
-                    .topics
+                let kept = topics
                     .get(&partition.topic)
                     .is_some_and(|t| partition.partition < t.partitions);
                 if !kept && range.contains(leader.leader_epoch) {
@@ -220,7 +221,7 @@ impl Leading {
             controller_epoch: context.epoch,
             version,
             brokers: &fingerprint.alive,
-            topics: context.topics,
+            topics: &topics,
             groups,
             epoch_floors: &self.floors,
         });
