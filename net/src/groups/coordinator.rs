@@ -9,8 +9,8 @@
 //! Every group is rebuilt from its [`GroupStore`] alone, so in cluster mode a group can move
 //! to another coordinator by closing it here and loading it there.
 //!
-//! In cluster mode a store opens at a storage-fence epoch (the assignment version it was
-//! loaded under, plus one: [`crate::model::fence_epoch`]), so a coordinator that lost the
+//! In cluster mode a store opens at a storage-fence epoch (its `__consumer_offsets`
+//! partition's leader epoch plus one: [`crate::model::fence_epoch`]), so a coordinator that lost the
 //! group while it was paused cannot acknowledge anything once the new one has claimed it: its
 //! next flush fails with `EngineError::Fenced`, the request is answered NOT_COORDINATOR, and
 //! the group is released here (by the next request that finds it, or the next tick).
@@ -228,22 +228,24 @@ impl GroupCoordinator {
         Err(ErrorCode::NotCoordinator)
     }
 
-    /// The fence epoch a store opened now opens at: 0 in standalone mode, in cluster mode
-    /// the one of the assignment version being followed (none before the first one).
-    fn fence_epoch_now(&self) -> Result<u32, OpenFailure> {
+    /// The fence epoch `group_id`'s store opened now opens at: 0 in standalone mode, in
+    /// cluster mode the one the followed assignment gives it (its `__consumer_offsets`
+    /// partition's, see [`crate::model::fence_epoch`]; none before the first assignment).
+    fn fence_epoch_now(&self, group_id: &str) -> Result<u32, OpenFailure> {
         let view = self.view.load();
         if !view.is_cluster() {
             return Ok(0);
         }
-        let version = view
-            .cluster
-            .as_ref()
-            .map(|cluster| cluster.assignment_version());
-        version
-            .and_then(group_fence_epoch)
+        let group = kaas_cluster::ids::GroupId::new(group_id);
+        let cluster = view.cluster.as_ref();
+        cluster
+            .and_then(|cluster| group_fence_epoch(cluster, &group))
             .ok_or_else(|| OpenFailure {
                 code: ErrorCode::NotCoordinator,
-                reason: format!("assignment version {version:?} has no group fence epoch"),
+                reason: format!(
+                    "assignment version {:?} gives group {group_id} no fence epoch",
+                    cluster.map(|c| c.assignment_version())
+                ),
             })
     }
 
@@ -328,7 +330,7 @@ impl GroupCoordinator {
                     let deletion = self.deleting.borrow().get(group_id).cloned();
                     // Read now, not when the open runs: the version under which the request
                     // (or the adoption) reached this coordinator.
-                    let fence_epoch = self.fence_epoch_now();
+                    let fence_epoch = self.fence_epoch_now(group_id);
                     let opening: Opening = async move {
                         if let Some(deletion) = deletion {
                             deletion.await;

@@ -1,0 +1,229 @@
+//! Cluster mode places consumer groups as Kafka does: the controller assigns the 50 partitions
+//! of `__consumer_offsets` like every other partition, and a group's coordinator is the
+//! leader of the group's partition of it (three `kaas` processes on a real API server,
+//! tests/support/kube_cluster.rs).
+//!
+//! Checked: `assignment.json` places `__consumer_offsets`; FindCoordinator on every broker
+//! names the leader of each group's partition; a group committed on its coordinator is, after
+//! that broker is killed with `kill -9`, coordinated by the new leader of its partition, which
+//! answers its committed offset; and the new coordinator's store of the group is claimed on the
+//! volume at that partition's leader epoch plus one (the storage fence's epoch for it), so two
+//! controllers' files can never give one group one fence epoch on two brokers.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use kaas_cluster::assignment::Assignment;
+use kaas_cluster::ids::{BrokerId, TopicName, TopicPartition};
+use kaas_cluster::internal_topics::{offsets_partition, OFFSETS_TOPIC};
+use kaas_net::protocol::messages::find_coordinator::FindCoordinatorRequest;
+use kaas_net::protocol::messages::offset_commit::{
+    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+};
+use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
+use kaas_net::protocol::Response;
+use support::kube_cluster::KubeCluster;
+use support::WireClient;
+
+const TOPIC: &str = "placed";
+const LEASE_FLAGS: &[&str] = &[
+    "--lease-duration-ms",
+    "3000",
+    "--lease-renew-period-ms",
+    "1000",
+];
+const REACT: Duration = Duration::from_secs(30);
+
+fn offsets_leader(assignment: &Assignment, group: &str) -> (BrokerId, i32) {
+    let topic = TopicName::new(OFFSETS_TOPIC).expect("legal");
+    let leader = assignment
+        .leader(&TopicPartition::new(topic, offsets_partition(group)))
+        .expect("__consumer_offsets is placed");
+    (leader.leader, leader.leader_epoch.0)
+}
+
+fn coordinator(client: &mut WireClient, group: &str) -> (i16, i32) {
+    let find = FindCoordinatorRequest {
+        key_type: 0,
+        coordinator_keys: vec![group.into()],
+        ..Default::default()
+    };
+    let Response::FindCoordinator(found) = client.call(4, &find) else {
+        panic!("not FindCoordinator")
+    };
+    let answer = &found.coordinators[0];
+    (answer.error_code, answer.node_id)
+}
+
+/// A simple (member-less) commit of `offset` on partition 0, OffsetCommit v9.
+fn commit(client: &mut WireClient, group: &str, offset: i64) -> i16 {
+    let request = OffsetCommitRequest {
+        group_id: group.into(),
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        topics: vec![OffsetCommitRequestTopic {
+            name: TOPIC.into(),
+            partitions: vec![OffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: offset,
+                committed_leader_epoch: -1,
+                committed_metadata: None,
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let Response::OffsetCommit(committed) = client.call(9, &request) else {
+        panic!("not OffsetCommit")
+    };
+    committed.topics[0].partitions[0].error_code
+}
+
+/// The group's error code and its committed offset of partition 0 (OffsetFetch v8).
+fn committed(client: &mut WireClient, group: &str) -> (i16, Option<i64>) {
+    let request = OffsetFetchRequest {
+        groups: vec![OffsetFetchRequestGroup {
+            group_id: group.into(),
+            topics: None,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let Response::OffsetFetch(fetched) = client.call(8, &request) else {
+        panic!("not OffsetFetch")
+    };
+    let group = &fetched.groups[0];
+    let offset = group
+        .topics
+        .iter()
+        .filter(|t| t.name == TOPIC)
+        .flat_map(|t| &t.partitions)
+        .find(|p| p.partition_index == 0)
+        .map(|p| p.committed_offset);
+    (group.error_code, offset)
+}
+
+/// Retries `call` while it answers a retriable coordinator error (load in progress, not
+/// coordinator, not available), at most [`REACT`].
+fn settle<T>(what: &str, mut call: impl FnMut() -> (i16, T)) -> T {
+    let deadline = Instant::now() + REACT;
+    loop {
+        let (code, value) = call();
+        match code {
+            0 => return value,
+            14..=16 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            code => panic!("{what}: error {code}"),
+        }
+    }
+}
+
+/// The fence epochs at which `group`'s store has been opened (its `offsets-e<epoch>.log`
+/// files on the shared volume).
+fn store_epochs(cluster: &KubeCluster, group: &str) -> Vec<u32> {
+    let dir = cluster.data_dir.join("groups").join(group);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut epochs: Vec<u32> = entries
+        .filter_map(|entry| {
+            let name = entry.ok()?.file_name().into_string().ok()?;
+            name.strip_prefix("offsets-e")?
+                .strip_suffix(".log")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    epochs.sort_unstable();
+    epochs
+}
+
+#[test]
+fn groups_are_coordinated_by_the_leader_of_their_offsets_partition() {
+    let mut cluster = KubeCluster::start("offsets-placed", 3, LEASE_FLAGS);
+    cluster.apply_topic(TOPIC, 1);
+    let first =
+        cluster.wait_for_assignment("placing the topic and __consumer_offsets", REACT, |a| {
+            a.brokers().len() == 3
+                && a.topics().contains_key(TOPIC)
+                && a.topics()
+                    .get(OFFSETS_TOPIC)
+                    .is_some_and(|t| t.partitions.len() == 50)
+        });
+    cluster.wait_until_applied(first.version().0);
+
+    // Every broker names the partition leader as each group's coordinator.
+    let groups: Vec<String> = (0..12).map(|i| format!("placed-group-{i}")).collect();
+    for broker in 0..3 {
+        let mut client = WireClient::connect(cluster.brokers[broker].kafka);
+        for group in &groups {
+            let (leader, _) = offsets_leader(&first, group);
+            assert_eq!(
+                coordinator(&mut client, group),
+                (0, leader.0),
+                "FindCoordinator({group}) on broker {broker}"
+            );
+        }
+    }
+
+    // A group whose coordinator is not the controller (its kill is only a broker's kill).
+    let holder = cluster
+        .lease_holder()
+        .expect("a controller holds the Lease");
+    let group = groups
+        .iter()
+        .find(|g| offsets_leader(&first, g).0 .0 != holder)
+        .expect("some group's partition is led by a broker that is not the controller")
+        .clone();
+    let (old_leader, old_epoch) = offsets_leader(&first, &group);
+    let mut client = WireClient::connect(cluster.brokers[old_leader.0 as usize].kafka);
+    settle("commit on the first coordinator", || {
+        (commit(&mut client, &group, 42), ())
+    });
+    assert_eq!(
+        store_epochs(&cluster, &group),
+        [old_epoch as u32 + 1],
+        "the first coordinator claims the group at its partition's fence epoch"
+    );
+    drop(client);
+
+    cluster.broker(old_leader.0).kill9();
+    let moved = cluster.wait_for_assignment("moving the dead broker's partitions", REACT, |a| {
+        !a.brokers().contains_key(&old_leader)
+            && a.topics().contains_key(OFFSETS_TOPIC)
+            && offsets_leader(a, &group).0 != old_leader
+    });
+    cluster.wait_until_applied(moved.version().0);
+    let (new_leader, new_epoch) = offsets_leader(&moved, &group);
+    assert!(new_epoch > old_epoch, "a new leader, a higher leader epoch");
+    let survivor = if holder == new_leader.0 {
+        holder
+    } else {
+        (0..3)
+            .find(|b| *b != old_leader.0 && *b != new_leader.0)
+            .expect("three brokers")
+    };
+    let mut asker = WireClient::connect(cluster.brokers[survivor as usize].kafka);
+    assert_eq!(
+        settle("FindCoordinator after the move", || {
+            let (code, node) = coordinator(&mut asker, &group);
+            (code, node)
+        }),
+        new_leader.0
+    );
+    let mut client = WireClient::connect(cluster.brokers[new_leader.0 as usize].kafka);
+    assert_eq!(
+        settle("OffsetFetch on the new coordinator", || committed(
+            &mut client,
+            &group
+        )),
+        Some(42),
+        "the new coordinator loads what the old one committed"
+    );
+    assert_eq!(
+        store_epochs(&cluster, &group).last().copied(),
+        Some(new_epoch as u32 + 1),
+        "the new coordinator claims the group at its partition's new fence epoch"
+    );
+    cluster.stop();
+}
