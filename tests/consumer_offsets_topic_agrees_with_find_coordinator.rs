@@ -1,13 +1,14 @@
-//! `__consumer_offsets` in cluster mode agrees with FindCoordinator. In Kafka a group's
-//! coordinator is the leader of the group's partition of `__consumer_offsets`; a kaas cluster
-//! places groups one by one (`assignment.json`'s `consumerGroups`), so two groups of one
-//! partition can have different coordinators and no partition leader could agree with both.
-//! So in cluster mode the topic does not exist (standalone brokers serve it:
-//! `consumer_offsets_topic_is_served.rs`): with three real brokers and groups spread over them,
-//! two of them in the same partition on different brokers, every broker's FindCoordinator names
-//! each group's broker, which takes its commits, while Metadata (all topics, by name, by id),
-//! ListOffsets, Fetch and DescribeConfigs of `__consumer_offsets` answer as Kafka does for a
-//! topic that does not exist, on every broker, instead of listing 50 partitions without a leader.
+//! `__consumer_offsets` in cluster mode agrees with FindCoordinator when the assignment does
+//! not place the topic (a file written by hand, or by a controller from before groups were
+//! placed by that topic: every controller now places it, see
+//! `groups_follow_their_offsets_partition.rs`). Such a file places groups one by one
+//! (`consumerGroups`, else the fallback coordinator), so two groups of one partition can have
+//! different coordinators and no partition leader could agree with both. So the topic does not
+//! exist then: with three real brokers and groups spread over them, two of them in the same
+//! partition on different brokers, every broker's FindCoordinator names each group's broker,
+//! which takes its commits, while Metadata (all topics, by name, by id), ListOffsets, Fetch and
+//! DescribeConfigs of `__consumer_offsets` answer as Kafka does for a topic that does not
+//! exist, on every broker, instead of listing 50 partitions without a leader.
 
 mod support;
 

@@ -4,9 +4,11 @@
 //! tests/support/kube_cluster.rs).
 //!
 //! Checked: `assignment.json` places `__consumer_offsets`; FindCoordinator on every broker
-//! names the leader of each group's partition; a group committed on its coordinator is, after
+//! names the leader of each group's partition, and Metadata lists the topic as internal with
+//! those leaders and leader epochs; the leader serves the group's records in its partition;
+//! a group committed on its coordinator is, after
 //! that broker is killed with `kill -9`, coordinated by the new leader of its partition, which
-//! answers its committed offset; and the new coordinator's store of the group is claimed on the
+//! serves the group's records and answers its committed offset; and the new coordinator's store of the group is claimed on the
 //! volume at that partition's leader epoch plus one (the storage fence's epoch for it), so two
 //! controllers' files can never give one group one fence epoch on two brokers.
 
@@ -18,12 +20,14 @@ use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::{BrokerId, TopicName, TopicPartition};
 use kaas_cluster::internal_topics::{offsets_partition, OFFSETS_TOPIC};
 use kaas_net::protocol::messages::find_coordinator::FindCoordinatorRequest;
+use kaas_net::protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
 use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
 use kaas_net::protocol::Response;
 use support::kube_cluster::KubeCluster;
+use support::offsets_topic;
 use support::WireClient;
 
 const TOPIC: &str = "placed";
@@ -118,6 +122,68 @@ fn settle<T>(what: &str, mut call: impl FnMut() -> (i16, T)) -> T {
     }
 }
 
+/// Metadata v12 of `__consumer_offsets`: (error, internal, leader and leader epoch of each
+/// partition).
+fn offsets_metadata(client: &mut WireClient) -> (i16, bool, Vec<(i32, i32)>) {
+    let request = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic {
+            name: Some(OFFSETS_TOPIC.into()),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let Response::Metadata(metadata) = client.call(12, &request) else {
+        panic!("not Metadata")
+    };
+    let topic = &metadata.topics[0];
+    let mut leaders: Vec<(i32, (i32, i32))> = topic
+        .partitions
+        .iter()
+        .map(|p| (p.partition_index, (p.leader_id, p.leader_epoch)))
+        .collect();
+    leaders.sort_unstable();
+    (
+        topic.error_code,
+        topic.is_internal,
+        leaders.into_iter().map(|(_, leader)| leader).collect(),
+    )
+}
+
+/// Metadata names, for every partition, the assignment's leader and leader epoch.
+fn assert_metadata_follows(client: &mut WireClient, assignment: &Assignment) {
+    let topic = TopicName::new(OFFSETS_TOPIC).expect("legal");
+    let expected: Vec<(i32, i32)> = (0..50)
+        .map(|p| {
+            let leader = assignment
+                .leader(&TopicPartition::new(topic.clone(), p))
+                .expect("placed");
+            (leader.leader.0, leader.leader_epoch.0)
+        })
+        .collect();
+    assert_eq!(offsets_metadata(client), (0, true, expected));
+}
+
+/// Fetches the group's partition from its leader until it holds a record keyed by `group`
+/// with a value (the group's committed offset), at most [`REACT`].
+fn fetch_group_record(client: &mut WireClient, group: &str) {
+    let deadline = Instant::now() + REACT;
+    loop {
+        let (error, _, records) = offsets_topic::fetch(client, offsets_partition(group), 0, 500);
+        let found = records.iter().any(|(_, key, value)| {
+            value.is_some() && key.windows(group.len()).any(|w| w == group.as_bytes())
+        });
+        if error == 0 && found {
+            return;
+        }
+        assert!(error == 0 || error == 6, "fetch error {error}");
+        assert!(
+            Instant::now() < deadline,
+            "{OFFSETS_TOPIC} never served {group}'s record"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The fence epochs at which `group`'s store has been opened (its `offsets-e<epoch>.log`
 /// files on the shared volume).
 fn store_epochs(cluster: &KubeCluster, group: &str) -> Vec<u32> {
@@ -185,6 +251,10 @@ fn groups_are_coordinated_by_the_leader_of_their_offsets_partition() {
         [old_epoch as u32 + 1],
         "the first coordinator claims the group at its partition's fence epoch"
     );
+    // Metadata lists the topic as Kafka does, led where the groups are coordinated, and the
+    // leader serves the group's records.
+    assert_metadata_follows(&mut client, &first);
+    fetch_group_record(&mut client, &group);
     drop(client);
 
     cluster.broker(old_leader.0).kill9();

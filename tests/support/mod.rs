@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod kube_cluster;
+pub mod offsets_topic;
 pub mod tcp_proxy;
 
 use std::io::{Read, Write};

@@ -90,6 +90,8 @@ pub struct GroupCoordinator {
     /// The topics of the last cluster view seen, as consumer groups assign them; rebuilt
     /// only when a new view is published.
     topics: RefCell<Option<(std::sync::Arc<ClusterView>, Rc<TopicSnapshot>)>>,
+    /// The assignment whose groups were last loaded for `__consumer_offsets` (cluster mode).
+    groups_loaded_for: RefCell<Option<std::sync::Arc<kaas_cluster::view::ClusterView>>>,
     /// When (monotonic ms) the next offset retention check is due.
     next_retention_check_ms: Cell<i64>,
     /// The `__consumer_offsets` partitions derived from this shard's groups.
@@ -116,6 +118,7 @@ impl GroupCoordinator {
             deleting: RefCell::new(HashMap::new()),
             loaded: Cell::new(false),
             loads_on_demand: Cell::new(false),
+            groups_loaded_for: RefCell::new(None),
             next_retention_check_ms: Cell::new(
                 monotonic_ms().saturating_add(config_check_interval(&config)),
             ),
@@ -399,6 +402,28 @@ impl GroupCoordinator {
         Ok(())
     }
 
+    /// Cluster mode: once per new view, loads every stored group the view places on this
+    /// shard, so that the `__consumer_offsets` partitions this broker leads hold every group
+    /// of theirs (a group that moved here is served before any member's request reaches it).
+    async fn load_groups_placed_here(&self, view: &std::sync::Arc<ClusterView>) {
+        let Some(cluster) = view.cluster.as_ref().filter(|_| view.is_cluster()) else {
+            return;
+        };
+        let seen = self.groups_loaded_for.borrow().clone();
+        if seen.is_some_and(|seen| std::sync::Arc::ptr_eq(&seen, cluster)) {
+            return;
+        }
+        *self.groups_loaded_for.borrow_mut() = Some(cluster.clone());
+        let me = cluster.this_broker();
+        let placed_here = |group: &str| {
+            cluster.coordinator_of(&kaas_cluster::ids::GroupId::new(group)) == Some(me)
+        };
+        if let Err(code) = self.load_stored_groups(placed_here).await {
+            tracing::warn!(?code, "loading the groups this broker coordinates");
+            *self.groups_loaded_for.borrow_mut() = None;
+        }
+    }
+
     /// Every loaded group.
     pub fn groups(&self) -> Vec<Rc<Group>> {
         self.groups
@@ -511,9 +536,9 @@ impl GroupCoordinator {
                 .set(now_ms.saturating_add(config_check_interval(&self.config)));
             self.expire_offsets(wall_ms()).await;
         }
-        // `__consumer_offsets` exists on standalone brokers only (its module's doc says why).
         let view = self.view.load();
         if self.loaded.get() && offsets_topic::is_served(&view) {
+            self.load_groups_placed_here(&view).await;
             self.offsets_topic.sync(&self.groups(), &view).await;
         }
     }

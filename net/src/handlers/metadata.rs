@@ -35,10 +35,10 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
             view.topics
                 .values()
                 .filter(|t| !offsets_topic::is_offsets_topic(t.name()))
-                .map(|t| topic_metadata(shard, &view, t)),
+                .map(|t| topic_metadata(&view, t)),
         );
         if offsets_topic::is_served(&view) {
-            topics.push(offsets_topic_metadata(shard, &view));
+            topics.push(offsets_topic_metadata(&view));
         }
     } else {
         let auto_create =
@@ -48,9 +48,9 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
                 Some(name) if !name.is_empty() || requested.topic_id == Uuid::NIL => {
                     match view.topic(&name) {
                         _ if offsets_topic::topic_by_name(&view, &name).is_some() => {
-                            offsets_topic_metadata(shard, &view)
+                            offsets_topic_metadata(&view)
                         }
-                        Some(topic) => topic_metadata(shard, &view, topic),
+                        Some(topic) => topic_metadata(&view, topic),
                         // `__consumer_offsets` is the coordinators' (not served in cluster
                         // mode): never a topic a Metadata request creates.
                         None if auto_create && !offsets_topic::is_offsets_topic(&name) => {
@@ -62,9 +62,9 @@ pub async fn handle(shard: &Rc<Shard>, request: MetadataRequest, version: i16) -
                     }
                 }
                 _ => match view.topic_by_id(&requested.topic_id) {
-                    Some(topic) => topic_metadata(shard, &view, topic),
+                    Some(topic) => topic_metadata(&view, topic),
                     None if offsets_topic::topic_by_id(&view, &requested.topic_id).is_some() => {
-                        offsets_topic_metadata(shard, &view)
+                        offsets_topic_metadata(&view)
                     }
                     None => error_topic(None, requested.topic_id, ErrorCode::UnknownTopicId),
                 },
@@ -97,16 +97,12 @@ async fn auto_create_topic(shard: &Rc<Shard>, name: String) -> MetadataResponseT
     })
     .await;
     match created {
-        Ok(topic) => topic_metadata(shard, &shard.view.load(), &topic),
+        Ok(topic) => topic_metadata(&shard.view.load(), &topic),
         Err(error) => error_topic(Some(name), Uuid::NIL, error.code),
     }
 }
 
-fn topic_metadata(
-    shard: &Shard,
-    view: &ClusterView,
-    topic: &Arc<TopicInfo>,
-) -> MetadataResponseTopic {
+fn topic_metadata(view: &ClusterView, topic: &Arc<TopicInfo>) -> MetadataResponseTopic {
     MetadataResponseTopic {
         error_code: ErrorCode::None.code(),
         name: Some(topic.name().to_string()),
@@ -115,8 +111,7 @@ fn topic_metadata(
         partitions: (0..topic.partitions())
             .map(|partition| {
                 let (leader, leader_epoch) = if offsets_topic::is_offsets_topic(topic.name()) {
-                    // Served by this broker's group coordinators, in no assignment.
-                    (shard.config.node_id, offsets_topic::LEADER_EPOCH)
+                    offsets_topic::leader(view, partition)
                 } else {
                     cluster_metadata::leader(view, topic.name(), partition)
                 };
@@ -136,10 +131,10 @@ fn topic_metadata(
 }
 
 /// `__consumer_offsets`, internal (never auto-created: it always exists).
-fn offsets_topic_metadata(shard: &Shard, view: &ClusterView) -> MetadataResponseTopic {
+fn offsets_topic_metadata(view: &ClusterView) -> MetadataResponseTopic {
     MetadataResponseTopic {
         is_internal: true,
-        ..topic_metadata(shard, view, &offsets_topic::topic_info(view))
+        ..topic_metadata(view, &offsets_topic::topic_info(view))
     }
 }
 

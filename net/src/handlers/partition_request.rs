@@ -139,15 +139,16 @@ impl<I: Send + 'static> PartitionRequests<I> {
         if !(0..topic.partitions()).contains(&partition) {
             return Err(ErrorCode::UnknownTopicOrPartition);
         }
-        let leader_epoch = if offsets_topic::is_offsets_topic(topic.name()) {
-            // Served by this broker's group coordinator, not led through the assignment.
-            offsets_topic::LEADER_EPOCH
+        // `__consumer_offsets` is served by the group coordinator of its partition's leader.
+        let leadership = if offsets_topic::is_offsets_topic(topic.name()) {
+            offsets_topic::leadership(&self.view, partition)
         } else {
-            match self.view.leadership(topic.name(), partition) {
-                Leadership::Unknown => return Err(ErrorCode::UnknownTopicOrPartition),
-                Leadership::Elsewhere => return Err(ErrorCode::NotLeaderOrFollower),
-                Leadership::Here { leader_epoch } => leader_epoch,
-            }
+            self.view.leadership(topic.name(), partition)
+        };
+        let leader_epoch = match leadership {
+            Leadership::Unknown => return Err(ErrorCode::UnknownTopicOrPartition),
+            Leadership::Elsewhere => return Err(ErrorCode::NotLeaderOrFollower),
+            Leadership::Here { leader_epoch } => leader_epoch,
         };
         match check_leader_epoch(current_leader_epoch, leader_epoch) {
             ErrorCode::None => Ok(ResolvedPartition {

@@ -6,10 +6,9 @@ use std::sync::Arc;
 
 use kaas_engine::LogConfig;
 
-use crate::model::cluster_view::{ClusterView, TopicInfo};
+use crate::model::cluster_view::{ClusterView, Leadership, TopicInfo};
 use crate::model::topic_config::TopicConfig;
 use crate::protocol::Uuid;
-use kaas_cluster::placement::fnv1a;
 
 /// The topic's name.
 pub const NAME: &str = "__consumer_offsets";
@@ -38,40 +37,78 @@ pub fn partition_for(group_id: &str) -> i32 {
     kaas_cluster::placement::offsets_partition(group_id)
 }
 
-/// The topic id: derived from the cluster id, so it is the same after every restart without
-/// being stored (Kafka's is random at creation and then fixed; clients only need it stable).
+/// A standalone broker's topic id: derived from the cluster id, so it is the same after every
+/// restart without being stored (Kafka's is random at creation and then fixed; clients only
+/// need it stable). A cluster's is the one its assignment gives the topic.
 pub fn topic_id(cluster_id: &str) -> Uuid {
-    let seed = format!("{cluster_id}/{NAME}");
-    let high = fnv1a(seed.as_bytes());
-    let low = fnv1a(format!("{seed}/low").as_bytes());
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&high.to_be_bytes());
-    bytes[8..].copy_from_slice(&low.to_be_bytes());
-    // A version-4-style UUID, as Kafka's are.
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    Uuid(bytes)
+    Uuid(kaas_cluster::internal_topics::derived_topic_id(cluster_id).0)
 }
 
 /// The topic as handlers describe it (it is not part of the cluster view's user topics).
 pub fn topic_info(view: &ClusterView) -> Arc<TopicInfo> {
-    let described = kaas_cluster::view::TopicInfo {
-        name: kaas_cluster::ids::TopicName::new(NAME)
-            .unwrap_or_else(|_| unreachable!("__consumer_offsets is a legal topic name")),
-        id: kaas_cluster::ids::TopicId::from(topic_id(&view.cluster_id)),
-        partitions: PARTITIONS,
-        configs: Default::default(),
+    let described = match view.cluster.as_ref().and_then(|c| c.offsets_topic()) {
+        Some(placed) if view.cluster_mode => placed.clone(),
+        _ => Arc::new(kaas_cluster::view::TopicInfo {
+            name: kaas_cluster::internal_topics::offsets_topic_name(),
+            id: kaas_cluster::ids::TopicId::from(topic_id(&view.cluster_id)),
+            partitions: PARTITIONS,
+            configs: Default::default(),
+        }),
     };
     Arc::new(TopicInfo {
-        described: Arc::new(described),
+        described,
         config: TopicConfig::default(),
         log_config: LogConfig::default(),
     })
 }
 
-/// Whether the topic exists on this broker: standalone only (the module's doc says why).
+/// Whether the topic exists on this broker: always on a standalone broker; in a cluster once
+/// the assignment places it (every controller's does: a group's coordinator is the leader of
+/// its partition of the topic).
 pub fn is_served(view: &ClusterView) -> bool {
     !view.cluster_mode
+        || view
+            .cluster
+            .as_ref()
+            .is_some_and(|cluster| cluster.offsets_topic().is_some())
+}
+
+/// Who serves partition `partition`: a standalone broker every partition, at
+/// [`LEADER_EPOCH`]; a cluster broker the ones the assignment gives it, at their leader
+/// epochs.
+pub fn leadership(view: &ClusterView, partition: i32) -> Leadership {
+    if !is_served(view) || !(0..PARTITIONS).contains(&partition) {
+        return Leadership::Unknown;
+    }
+    if !view.cluster_mode {
+        return Leadership::Here {
+            leader_epoch: LEADER_EPOCH,
+        };
+    }
+    match view
+        .cluster
+        .as_ref()
+        .and_then(|c| Some((c.this_broker(), c.offsets_leader(partition)?)))
+    {
+        None => Leadership::Unknown,
+        Some((me, placement)) if placement.leader == me => Leadership::Here {
+            leader_epoch: placement.leader_epoch.0,
+        },
+        Some(_) => Leadership::Elsewhere,
+    }
+}
+
+/// The leader and leader epoch Metadata names for partition `partition` (-1, -1 when none).
+pub fn leader(view: &ClusterView, partition: i32) -> (i32, i32) {
+    let Some(cluster) = view.cluster.as_ref() else {
+        return (-1, -1);
+    };
+    if !view.cluster_mode {
+        return (cluster.this_broker().0, LEADER_EPOCH);
+    }
+    cluster
+        .offsets_leader(partition)
+        .map_or((-1, -1), |p| (p.leader.0, p.leader_epoch.0))
 }
 
 /// The topic if `name` is it and it is served.
@@ -81,7 +118,8 @@ pub fn topic_by_name(view: &ClusterView, name: &str) -> Option<Arc<TopicInfo>> {
 
 /// The topic if `id` is its id and it is served.
 pub fn topic_by_id(view: &ClusterView, id: &Uuid) -> Option<Arc<TopicInfo>> {
-    (is_served(view) && *id == topic_id(&view.cluster_id)).then(|| topic_info(view))
+    let topic = topic_info(view);
+    (is_served(view) && topic.id() == *id).then_some(topic)
 }
 
 /// The shard serving partition `partition` (and coordinating its groups).

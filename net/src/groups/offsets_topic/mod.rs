@@ -24,17 +24,17 @@
 //!   INVALID_TOPIC_EXCEPTION, CreateTopics TOPIC_ALREADY_EXISTS, and DeleteTopics (which
 //!   Kafka 4.4 performs, dropping every group's offsets) INVALID_TOPIC_EXCEPTION: here the
 //!   topic is a view of the groups, not a log that can be removed.
-//! - **Standalone only** ([`is_served`]). In Kafka a group's coordinator is the leader of the
-//!   group's partition of this topic. A kaas cluster places groups one by one instead
-//!   (`assignment.json`'s `consumerGroups`, else kaas-cluster's per-group fallback), so two
-//!   groups of one partition may have different coordinators, and no leader Metadata could
-//!   name for that partition would agree with FindCoordinator for both. In cluster mode the
-//!   topic therefore does not exist, as in a Kafka cluster before its first FindCoordinator:
-//!   Metadata leaves it out (UNKNOWN_TOPIC_OR_PARTITION by name, UNKNOWN_TOPIC_ID by id),
-//!   ListOffsets, Fetch and DescribeConfigs answer UNKNOWN_TOPIC_OR_PARTITION, and Produce to
-//!   the name is still INVALID_TOPIC_EXCEPTION. (Serving it would need the assignment to place
-//!   groups by partition.)
-
+//! - **Who serves a partition** ([`leadership`]). A standalone broker serves every partition.
+//!   In a cluster, as in Kafka, a group's coordinator is the leader of the group's partition:
+//!   the controller places the topic's partitions like every other partition
+//!   (`kaas_cluster::internal_topics`), Metadata names those leaders (and the assignment's
+//!   topic id), and the leader serves the partition from the groups of that partition, which
+//!   its coordinator loads from their stores when it gains the partition. A partition that
+//!   moves starts on its new leader above the offsets reserved on the shared volume, with every
+//!   group's current records (the old leader's records are not carried over: like a
+//!   compaction, only the latest value of each key is served). Before the first assignment
+//!   places it, a cluster broker does not list the topic (UNKNOWN_TOPIC_OR_PARTITION).
+//!
 pub mod partition;
 pub mod record_batch;
 pub mod record_format;
@@ -42,7 +42,7 @@ pub mod reservation;
 pub mod shard_topic;
 
 pub use crate::model::offsets_topic::{
-    is_offsets_topic, is_served, partition_for, shard_of_partition, topic_by_id, topic_by_name,
-    topic_id, topic_info, CONFIGS, LEADER_EPOCH, NAME, PARTITIONS,
+    is_offsets_topic, is_served, leader, leadership, partition_for, shard_of_partition,
+    topic_by_id, topic_by_name, topic_id, topic_info, CONFIGS, LEADER_EPOCH, NAME, PARTITIONS,
 };
 pub use shard_topic::OffsetsTopic;

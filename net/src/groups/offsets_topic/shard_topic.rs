@@ -10,9 +10,12 @@
 //! dropped as unused) gets a tombstone for every key it had. A commit therefore reaches the
 //! topic within a tick of being acknowledged, and only durable state ever does.
 //!
-//! The first sync after start-up reserves offsets for every partition of the shard and
-//! writes every group's state; until then reads answer NOT_LEADER_OR_FOLLOWER (retriable),
-//! so no consumer sees an empty partition whose high watermark then jumps.
+//! The first sync that finds a partition of the shard served by this broker (every one on a
+//! standalone broker; in a cluster the ones the assignment gives it, [`leadership`]) reserves
+//! offsets for it and writes every group's state; until then reads answer
+//! NOT_LEADER_OR_FOLLOWER (retriable), so no consumer sees an empty partition whose high
+//! watermark then jumps. A partition this broker stops leading is dropped at the next sync;
+//! one it leads again is started afresh.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -28,11 +31,11 @@ use super::record_format::{
     group_metadata_value, offset_commit_key, offset_commit_value, ClassicGroupMetadata,
     MemberMetadata,
 };
-use super::{partition_for, reservation, shard_of_partition, PARTITIONS};
+use super::{leadership, partition_for, reservation, shard_of_partition, PARTITIONS};
 use crate::groups::classic::ClassicGroup;
 use crate::groups::consumer_group::ConsumerGroup;
 use crate::groups::group::{Group, CLASSIC_TAG, CONSUMER_TAG};
-use crate::model::cluster_view::ClusterView;
+use crate::model::cluster_view::{ClusterView, Leadership};
 use crate::protocol::ErrorCode;
 
 /// How long a fetch waiting on a partition that is not served yet sleeps before looking again.
@@ -62,7 +65,8 @@ pub struct OffsetsTopic {
     shards: usize,
     partitions: RefCell<BTreeMap<i32, Slot>>,
     groups: RefCell<HashMap<String, WrittenGroup>>,
-    started: Cell<bool>,
+    /// The leader epoch each served partition was started at.
+    served_at: RefCell<BTreeMap<i32, i32>>,
     syncing: Cell<bool>,
 }
 
@@ -126,7 +130,7 @@ impl OffsetsTopic {
             shards: shards.max(1),
             partitions: RefCell::new(BTreeMap::new()),
             groups: RefCell::new(HashMap::new()),
-            started: Cell::new(false),
+            served_at: RefCell::new(BTreeMap::new()),
             syncing: Cell::new(false),
         }
     }
@@ -140,9 +144,7 @@ impl OffsetsTopic {
         if self.syncing.replace(true) {
             return;
         }
-        if !self.started.get() {
-            self.start().await;
-        }
+        self.follow_leadership(view).await;
         let now_ms = wall_clock_ms();
         let records = self.changed_records(groups, view, now_ms);
         for (partition, key, value) in records {
@@ -151,9 +153,33 @@ impl OffsetsTopic {
         self.syncing.set(false);
     }
 
-    /// Reserves offsets for every partition of this shard.
-    async fn start(&self) {
-        for partition in self.owned_partitions().collect::<Vec<_>>() {
+    /// Starts this shard's partitions that `view` gives this broker (again, when their leader
+    /// epoch changed) and stops serving the others. A started partition resumes above the
+    /// offsets reserved on the volume and gets every group's records anew.
+    async fn follow_leadership(&self, view: &ClusterView) {
+        let wanted: BTreeMap<i32, i32> = self
+            .owned_partitions()
+            .filter_map(|partition| match leadership(view, partition) {
+                Leadership::Here { leader_epoch } => Some((partition, leader_epoch)),
+                _ => None,
+            })
+            .collect();
+        let stopped: Vec<i32> = self
+            .served_at
+            .borrow()
+            .iter()
+            .filter(|(partition, epoch)| wanted.get(partition) != Some(epoch))
+            .map(|(partition, _)| *partition)
+            .collect();
+        for partition in stopped {
+            self.served_at.borrow_mut().remove(&partition);
+            self.partitions.borrow_mut().remove(&partition);
+            self.forget_written(partition);
+        }
+        for (partition, leader_epoch) in wanted {
+            if self.served_at.borrow().contains_key(&partition) {
+                continue;
+            }
             let reserved = async {
                 let start = reservation::load(&self.storage, partition).await?;
                 let end = start + reservation::BLOCK;
@@ -168,9 +194,18 @@ impl OffsetsTopic {
                     Slot::Failed
                 }
             };
+            self.forget_written(partition);
             self.partitions.borrow_mut().insert(partition, slot);
+            self.served_at.borrow_mut().insert(partition, leader_epoch);
         }
-        self.started.set(true);
+    }
+
+    /// Forgets what was written for the groups of `partition`, so the next sync writes their
+    /// records again (into a partition just started) or not at all (one no longer served).
+    fn forget_written(&self, partition: i32) {
+        self.groups
+            .borrow_mut()
+            .retain(|_, group| group.partition != partition);
     }
 
     /// The records that bring the written state up to `groups`, recording them as written.
