@@ -1,12 +1,14 @@
 //! The admin HTTP endpoint: `GET /healthz` (JSON), `GET /readyz` (200 once this broker serves
 //! what it should: standalone at once; in cluster mode once an assignment is applied and every
-//! partition it leads is open, else 503) and `GET /metrics` (Prometheus text).
+//! partition it leads is open, else 503; from then on for as long as the process runs) and
+//! `GET /metrics` (Prometheus text).
 //!
 //! A plain blocking server on its own thread: it never touches partition files, only the
 //! shards' counters and the cluster view, and it answers one short request per connection.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +21,8 @@ pub struct AdminState {
     pub metrics: Vec<Arc<ShardMetrics>>,
     /// Reads the current cluster view.
     pub view: Box<dyn Fn() -> Arc<ClusterView> + Send + Sync>,
+    /// Set once `/readyz` has answered ready.
+    pub was_ready: AtomicBool,
 }
 
 /// Binds `addr` and serves it on a new thread.
@@ -69,8 +73,23 @@ fn answer(stream: TcpStream, state: &AdminState) -> std::io::Result<()> {
 
 /// Kubernetes readiness: a cluster broker is ready once it has applied an assignment and
 /// opened every partition that assignment gives it (a broker given none is ready, so a new
-/// pod joins the alive set and is then given its share).
+/// pod joins the alive set and is then given its share). Once ready it stays ready: the
+/// controller counts only ready brokers alive, so a broker that turned not ready while it
+/// opens what a later assignment gives it (seconds for thousands of partitions) would be
+/// given away again mid-takeover, and its partitions moved once more.
 fn readiness(state: &AdminState) -> Result<(), String> {
+    if state.was_ready.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let ready = first_readiness(state);
+    if ready.is_ok() {
+        state.was_ready.store(true, Ordering::Relaxed);
+    }
+    ready
+}
+
+/// Whether this broker is ready for the first time (see [`readiness`]).
+fn first_readiness(state: &AdminState) -> Result<(), String> {
     let view = (state.view)();
     if !view.is_cluster() {
         // A standalone broker opens its partitions before it listens.

@@ -60,6 +60,7 @@ fn main() -> anyhow::Result<()> {
         admin_http::AdminState {
             metrics: broker.metrics(),
             view: Box::new(move || view_source.load()),
+            was_ready: Default::default(),
         },
     )
     .with_context(|| format!("binding the admin endpoint {}", cli.admin_listen))?;
