@@ -29,21 +29,15 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::BrokerId;
-use support::cluster::{cluster_moves, finish, java_cluster_moves_paced, run, ClientRun};
+use support::cluster_load::{controller, has_broker, leads_any, ClusterLoad, REACT};
 use support::kube_cluster::{Endpoint, KubeCluster};
 
 const TOPIC: &str = "orders";
 const PARTITIONS: i32 = 6;
-const SCRIPT: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/clients/python/cluster_failover.py"
-);
 /// Short Lease times keep the controller's failover (Lease duration plus a renew period)
 /// within a few seconds.
 const LEASE_FLAGS: &[&str] = &[
@@ -52,240 +46,16 @@ const LEASE_FLAGS: &[&str] = &[
     "--lease-renew-period-ms",
     "1000",
 ];
-/// Bound of each wait for the cluster to react (the machine is loaded).
-const REACT: Duration = Duration::from_secs(30);
-
-/// A cluster_failover.py role.
-fn role(bootstrap: &str, role: &str, args: &[&str]) -> Command {
-    let mut command = Command::new("python3");
-    command
-        .arg(SCRIPT)
-        .args(["--bootstrap", bootstrap, role, "--topic", TOPIC])
-        .args(args)
-        .stdout(Stdio::piped());
-    command
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("a UTF-8 path")
-}
-
-/// The first line of `file` as a number (a client's progress), 0 while it is not there.
-fn progress_count(file: &Path) -> u64 {
-    std::fs::read_to_string(file)
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-/// The number of records a consumer's progress file says it consumed.
-fn consumed_count(file: &Path) -> u64 {
-    std::fs::read_to_string(file)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v["consumed"].as_u64())
-        .unwrap_or(0)
-}
-
-/// Waits until `count()` has grown by `by` from what it is now (at most [`REACT`]).
-fn wait_for_growth(what: &str, by: u64, count: impl Fn() -> u64) {
-    let start = count();
-    let deadline = Instant::now() + REACT;
-    while count() < start + by {
-        assert!(
-            Instant::now() < deadline,
-            "{what}: stuck at {} (from {start})",
-            count()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn leads_any(assignment: &Assignment, broker: i32) -> bool {
-    assignment
-        .partitions()
-        .any(|(_, leader)| leader.leader == BrokerId(broker))
-}
-
-fn has_broker(assignment: &Assignment, broker: i32) -> bool {
-    assignment.brokers().contains_key(&BrokerId(broker))
-}
-
-fn has_topic(assignment: &Assignment) -> bool {
-    assignment.topics().iter().any(|(name, topic)| {
-        name.as_str() == TOPIC && topic.partitions.len() == PARTITIONS as usize
-    })
-}
-
-/// The Java client's group (its consumer commits in it; cluster_moves.py checks it).
-const JAVA_GROUP: &str = "billing-java";
 /// The Java producer's records and the pause between two sends: about 30 s of sending (the
 /// broker and controller kills and into the pause), few records beside librdkafka's, as the
 /// librdkafka groups commit each record they read, Java's too.
 const JAVA_RECORDS: usize = 600;
 const JAVA_PACE_MS: u64 = 50;
 
-/// The running clients and their files.
-struct Clients {
-    bootstrap: String,
-    dir: PathBuf,
-    producer: Option<Child>,
-    consumers: Vec<(&'static str, Child)>,
-    java: Option<ClientRun>,
-}
-
-const GROUPS: [(&str, &str); 2] = [
-    ("billing-classic", "classic"),
-    ("billing-kip848", "consumer"),
-];
-
-impl Clients {
-    fn file(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    fn start(bootstrap: String, dir: &Path) -> Clients {
-        let mut clients = Clients {
-            bootstrap,
-            dir: dir.to_path_buf(),
-            producer: None,
-            consumers: Vec::new(),
-            java: None,
-        };
-        let partitions = PARTITIONS.to_string();
-        let producer = role(
-            &clients.bootstrap,
-            "produce",
-            &[
-                "--partitions",
-                &partitions,
-                "--pace-ms",
-                "4",
-                "--until",
-                path(&clients.file("stop")),
-                "--acked",
-                path(&clients.file("acked.txt")),
-                "--progress",
-                path(&clients.file("produced")),
-            ],
-        )
-        .spawn()
-        .expect("spawn the producer");
-        clients.producer = Some(producer);
-        for (group, protocol) in GROUPS {
-            let consumer = role(
-                &clients.bootstrap,
-                "consume",
-                &[
-                    "--group",
-                    group,
-                    "--protocol",
-                    protocol,
-                    "--acked",
-                    path(&clients.file("acked-all.txt")),
-                    "--progress",
-                    path(&clients.file(group)),
-                ],
-            )
-            .spawn()
-            .expect("spawn a consumer");
-            clients.consumers.push((group, consumer));
-        }
-        let mut java = java_cluster_moves_paced(
-            &clients.bootstrap,
-            TOPIC,
-            JAVA_GROUP,
-            JAVA_RECORDS,
-            JAVA_PACE_MS,
-        );
-        java.wait_for_line("PRODUCING");
-        clients.java = Some(java);
-        clients
-    }
-
-    /// Waits until the producer's acknowledgements and both groups' consumption advance.
-    fn wait_for_progress(&self, what: &str) {
-        wait_for_growth(&format!("acknowledgements {what}"), 100, || {
-            progress_count(&self.file("produced"))
-        });
-        for (group, _) in GROUPS {
-            wait_for_growth(&format!("group {group} consuming {what}"), 50, || {
-                consumed_count(&self.file(group))
-            });
-        }
-    }
-
-    /// Copies each group's progress file (its committed offsets now) for [`Clients::check_commits`].
-    fn snapshot_commits(&self) {
-        for (group, _) in GROUPS {
-            std::fs::copy(self.file(group), self.file(&format!("{group}.snapshot")))
-                .expect("snapshot a consumer's progress");
-        }
-    }
-
-    /// Each group's committed offsets are at least those of its last snapshot.
-    fn check_commits(&self, what: &str) {
-        for (group, protocol) in GROUPS {
-            let snapshot = self.file(&format!("{group}.snapshot"));
-            run(
-                role(
-                    &self.bootstrap,
-                    "committed",
-                    &[
-                        "--group",
-                        group,
-                        "--protocol",
-                        protocol,
-                        "--at-least",
-                        path(&snapshot),
-                    ],
-                ),
-                &format!("group {group}'s commits {what}"),
-            );
-        }
-    }
-
-    /// Stops the producer and waits for every client's verdict. The librdkafka groups are
-    /// given every record either producer acknowledged (`acked-all.txt`, written whole once
-    /// both are done), which is also what `verify` checks; the Java group's last commits go
-    /// to `committed-java.txt`.
-    fn finish(&mut self) {
-        std::fs::write(self.file("stop"), b"").expect("stop file");
-        finish(self.producer.take().expect("producer"), "producing");
-        let java = self.java.take().expect("the Java client").finish();
-        assert_eq!(
-            java.acked.lines().count(),
-            JAVA_RECORDS,
-            "the Java producer's acknowledgements"
-        );
-        assert!(
-            !java.committed.is_empty(),
-            "the Java group committed nothing"
-        );
-        let mut all = std::fs::read_to_string(self.file("acked.txt")).expect("acked.txt");
-        all.push_str(&java.acked);
-        let partial = self.file("acked-all.txt.partial");
-        std::fs::write(&partial, all).expect("write the acknowledged records");
-        std::fs::rename(&partial, self.file("acked-all.txt")).expect("rename acked-all.txt");
-        std::fs::write(self.file("committed-java.txt"), &java.committed)
-            .expect("write the Java group's commits");
-        for (group, consumer) in self.consumers.drain(..) {
-            finish(consumer, &format!("consuming in group {group}"));
-        }
-    }
-}
-
-impl Drop for Clients {
-    fn drop(&mut self) {
-        for child in self
-            .producer
-            .iter_mut()
-            .chain(self.consumers.iter_mut().map(|(_, c)| c))
-        {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+fn has_topic(assignment: &Assignment) -> bool {
+    assignment.topics().iter().any(|(name, topic)| {
+        name.as_str() == TOPIC && topic.partitions.len() == PARTITIONS as usize
+    })
 }
 
 /// Waits until no partition is led by `broker` and it is out of the assignment; returns it.
@@ -306,12 +76,6 @@ fn wait_until_back(cluster: &mut KubeCluster, broker: i32, what: &str) -> Assign
     assignment
 }
 
-fn controller(cluster: &KubeCluster) -> i32 {
-    cluster
-        .lease_holder()
-        .expect("a controller holds the Lease")
-}
-
 #[test]
 fn acked_records_and_commits_survive_broker_kill_controller_kill_and_pause() {
     let started = Instant::now();
@@ -329,7 +93,14 @@ fn acked_records_and_commits_survive_broker_kill_controller_kill_and_pause() {
         u64::try_from(cluster.lease_transitions()).expect("a positive epoch"),
         "the assignment's epoch is the Lease's transitions"
     );
-    let mut clients = Clients::start(bootstrap.clone(), &cluster.scratch);
+    let mut clients = ClusterLoad::start(
+        bootstrap.clone(),
+        &cluster.scratch,
+        TOPIC,
+        PARTITIONS,
+        JAVA_RECORDS,
+        JAVA_PACE_MS,
+    );
     clients.wait_for_progress("at the start");
 
     // 1. kill -9 of a broker that is not the controller.
@@ -404,22 +175,7 @@ fn acked_records_and_commits_survive_broker_kill_controller_kill_and_pause() {
     wait_until_back(&mut cluster, unready, "with the broker ready again");
 
     clients.finish();
-    let partitions = PARTITIONS.to_string();
-    let mut verify = cluster_moves(&bootstrap, TOPIC, &["verify", "--partitions", &partitions]);
-    verify.arg("--acked").arg(clients.file("acked-all.txt"));
-    run(
-        verify,
-        "every acknowledged record (librdkafka's and Java's) once in the log",
-    );
-    let mut java_commits = cluster_moves(
-        &bootstrap,
-        TOPIC,
-        &["consume", "--group", JAVA_GROUP, "--check"],
-    );
-    java_commits
-        .arg("--committed")
-        .arg(clients.file("committed-java.txt"));
-    run(java_commits, "the Java group's committed offsets");
+    clients.verify();
 
     // The mirror shows the assignment on the volume (fire-and-forget: it may lag a moment).
     let deadline = Instant::now() + REACT;

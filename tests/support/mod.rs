@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod cluster_load;
 pub mod kube_cluster;
 pub mod offsets_topic;
 pub mod tcp_proxy;

@@ -6,7 +6,7 @@ Not a scenario of scenarios.py: these run against three kaas brokers while the R
 the perf script) kills, pauses and resumes them, so the caller starts each role itself:
 
     cluster_failover.py --bootstrap H:P,.. produce   --topic T --partitions N --until STOP
-                        --acked FILE [--progress FILE] [--pace-ms MS]
+                        --acked FILE [--progress FILE] [--pace-ms MS] [--gaps FILE]
     cluster_failover.py --bootstrap H:P,.. consume   --topic T --group G --protocol classic|consumer
                         --acked FILE [--progress FILE]
     cluster_failover.py --bootstrap H:P,.. committed --topic T --group G --at-least FILE
@@ -18,6 +18,8 @@ paced, until the file STOP exists; then flushes and writes every acknowledged re
 acked FILE as "partition offset value" (the format of cluster_moves.py, whose `verify` phase
 reads it), through a rename so a reader never sees half of it. It fails if any record is not
 acknowledged. --progress FILE holds the number acknowledged so far (rewritten every 200 ms).
+--gaps FILE gets, per partition, "partition seconds": the longest time between two of its
+acknowledgements (from the first acknowledgement on), what a rolling restart costs a producer.
 
 consume: a group member (classic or KIP-848 `group.protocol=consumer`) consumes from the
 earliest offset and commits every record synchronously (retrying what the client calls
@@ -84,10 +86,16 @@ def produce(args):
         "topic.metadata.refresh.interval.ms": 1000,
     })
     acked, errors = [], []
+    last_ack, longest_gap = {}, {}
 
     def delivered(err, msg):
         if err is None:
             acked.append((msg.partition(), msg.offset(), msg.value().decode()))
+            now, partition = time.monotonic(), msg.partition()
+            if partition in last_ack:
+                gap = now - last_ack[partition]
+                longest_gap[partition] = max(longest_gap.get(partition, 0.0), gap)
+            last_ack[partition] = now
         else:
             errors.append(str(err))
 
@@ -104,6 +112,9 @@ def produce(args):
         time.sleep(args.pace_ms / 1000.0)
     left = producer.flush(60)
     write_atomically(args.acked, "".join("%d %d %s\n" % a for a in acked))
+    if args.gaps:
+        write_atomically(args.gaps, "".join("%d %.3f\n" % (p, longest_gap.get(p, 0.0))
+                                             for p in sorted(last_ack)))
     if args.progress:
         write_atomically(args.progress, "%d\n" % len(acked))
     if not os.path.exists(args.until):
@@ -300,6 +311,7 @@ def main():
     parser.add_argument("--until")
     parser.add_argument("--acked")
     parser.add_argument("--progress")
+    parser.add_argument("--gaps")
     parser.add_argument("--group")
     parser.add_argument("--protocol", choices=["classic", "consumer"], default="classic")
     parser.add_argument("--at-least")
