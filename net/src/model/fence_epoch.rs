@@ -117,6 +117,14 @@ mod tests {
         let fresh = group_fence_epoch(&view(2, 9, 131_072), &group);
         assert_eq!(stale, Some(65_537));
         assert_eq!(fresh, Some(131_073));
-        assert_eq!(group_fence_epoch(&view(2, 9, -1), &group), None);
+        // Without the topic (an assignment written by hand), the version decides.
+        let unplaced = Assignment::from_json(
+            br#"{"format": 1, "controller_epoch": 2, "assignment_version": 9,
+                 "brokers": [{"id": 0, "host": "h", "port": 9092}], "topics": {},
+                 "partitions": {}}"#,
+        )
+        .expect("valid");
+        let unplaced = ClusterView::new(&unplaced, BrokerId(0), 1);
+        assert_eq!(group_fence_epoch(&unplaced, &group), Some(10));
     }
 }
