@@ -5,7 +5,7 @@
 //! `<data>/groups/<dir>/offsets.log` (`offsets-e<epoch>.log` for a store opened at a fence
 //! epoch, next to `claims/`; see [`crate::fence`] and `takeover`), where `<dir>` encodes
 //! the group id (see
-//! [`dir_name`](self::dir_name::dir_name): percent-encoding, and a prefix plus a hash for
+//! [`dir_name`](kaas_volume::group_dir::dir_name): percent-encoding, and a prefix plus a hash for
 //! long ids). The file starts with a header record naming the full group id, which is what
 //! [`GroupStore::list`] reports and [`GroupStore::open`] checks, so two ids whose long
 //! names collide are never mixed. Record layout, checksums and versioning are in
@@ -42,7 +42,6 @@
 //! A [`GroupStore`] is `!Send` and lives on one glommio executor; clones share it. A group
 //! must be open at most once at a time.
 
-mod dir_name;
 pub mod record;
 mod takeover;
 mod view;
@@ -62,7 +61,7 @@ use crate::storage::{IndexFile, Storage};
 use record::Change;
 use view::View;
 
-pub use dir_name::dir_name;
+pub use kaas_volume::group_dir::dir_name;
 
 /// Directory under the storage root holding one directory per group.
 pub use kaas_volume::GROUPS_DIR;

@@ -21,11 +21,14 @@
 //!   topics/<topic>/<partition>/            a standalone broker's partition
 //!   topics/<topic>@<topic id>/<partition>/ a cluster's partition (the engine's `topic_incarnation`)
 //!   topics/<topic>@<topic id>-delete/      a deleted topic's directory while it is removed
-//!   groups/                                committed offsets and group metadata (`GroupStore`)
+//!   groups/<group>/                        committed offsets and group metadata (`GroupStore`;
+//!                                          the directory's name: `group_dir`)
 //! ```
 //!
 //! The formats of these files are documented where they are written; the files inside a
 //! partition directory (segments, indexes, claims, checkpoints) are the engine's.
+
+pub mod group_dir;
 
 use std::path::{Path, PathBuf};
 

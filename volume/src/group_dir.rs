@@ -14,6 +14,9 @@
 //! Two long ids can share a name only if their hashes collide. The header of the group's
 //! file names the full id, so such a collision is detected when the second group is opened
 //! (it fails rather than reading the other group's offsets).
+//!
+//! A plain name decodes back to its id ([`group_id_of`]); a long one does not (only the
+//! file's header holds the whole id).
 
 /// Longest plain encoding; 255 is the usual file-name limit.
 pub const MAX_PLAIN_LEN: usize = 200;
@@ -51,6 +54,35 @@ pub fn dir_name(group_id: &str) -> String {
     format!("{encoded}~{fnv:016x}{crc:08x}")
 }
 
+/// The group id a plain directory name encodes; `None` for a long id's name (ending in `~`
+/// and a hash) or a name no id encodes to.
+pub fn group_id_of(name: &str) -> Option<String> {
+    if name == "%" {
+        return Some(String::new());
+    }
+    let mut bytes = Vec::with_capacity(name.len());
+    let mut rest = name.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        match byte {
+            b'%' => {
+                let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+                if hex.bytes().any(|b| b.is_ascii_lowercase()) {
+                    return None;
+                }
+                bytes.push(u8::from_str_radix(hex, 16).ok()?);
+                rest = &tail[2..];
+            }
+            b if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' => {
+                bytes.push(b);
+                rest = tail;
+            }
+            _ => return None,
+        }
+    }
+    let id = String::from_utf8(bytes).ok()?;
+    (dir_name(&id) == name).then_some(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,12 +113,21 @@ mod tests {
         assert_eq!(distinct.len(), names.len(), "{names:?}");
         assert_eq!(dir_name("my-group_1"), "my-group_1");
         assert_eq!(dir_name("a.b"), "a%2Eb");
+        assert_eq!(group_id_of(&dir_name(&long_a)), None, "a long id's name keeps only a prefix");
+        for name in ["a%2eb", "a%2", "a.b", "%2E%", "~"] {
+            assert_eq!(group_id_of(name), None, "{name}");
+        }
     }
 
     proptest! {
         #[test]
         fn names_are_safe(id in ".{0,400}") {
             prop_assert!(is_safe(&dir_name(&id)), "{:?}", dir_name(&id));
+        }
+
+        #[test]
+        fn plain_names_decode_to_their_ids(id in ".{0,16}") {
+            prop_assert_eq!(group_id_of(&dir_name(&id)), Some(id));
         }
 
         #[test]
