@@ -261,6 +261,8 @@ struct Stats {
     fenced_flushes: u64,
     /// Controller epochs used.
     terms: u64,
+    /// `Wake`s fed at the controller's `next_wake()`.
+    wakes: u64,
 }
 
 impl World {
@@ -503,6 +505,17 @@ impl World {
         if self.t >= self.procs[p].next_tick_at {
             self.procs[p].next_tick_at = self.t + 2_000;
             self.feed(p, Input::Tick)?;
+        }
+        // The wake-up the controller asks for (a silent broker ages out), as the cluster
+        // core's loop sleeps until it.
+        let now = self.procs[p].local(self.t);
+        if self.procs[p]
+            .controller
+            .next_wake()
+            .is_some_and(|at| at <= now)
+        {
+            self.stats.wakes += 1;
+            self.feed(p, Input::Wake)?;
         }
         Ok(())
     }
@@ -997,6 +1010,7 @@ fn controllers_brokers_and_the_fence_hold_their_invariants_and_converge() {
         total.refused_claims += stats.refused_claims;
         total.fenced_flushes += stats.fenced_flushes;
         total.terms += stats.terms;
+        total.wakes += stats.wakes;
     });
     eprintln!("{total:?}");
 }
