@@ -22,7 +22,7 @@
 //! - acknowledged writes of a partition never go back in epoch, and one epoch's are all
 //!   from one broker;
 //! - no broker applies an assignment of a controller epoch below one it has applied or
-//!   seen, or a version not above its current one;
+//!   seen, or one whose (controller epoch, version) is not above its current one's;
 //! - no controller fails to balance.
 //!
 //! Then the faults stop and every process runs for 25 s more; at the end exactly one
@@ -607,7 +607,10 @@ impl World {
 
     fn read_file(&mut self, p: usize, bytes: &[u8]) -> Sim<()> {
         let parsed = Assignment::from_json(bytes).ok();
-        let before = self.procs[p].follower.current().map(|a| a.version());
+        let before = self.procs[p]
+            .follower
+            .current()
+            .map(|a| (a.controller_epoch(), a.version()));
         let highest_seen = self.procs[p].highest_seen;
         let outcome = self.procs[p].follower.offer(bytes);
         if let Some(parsed) = &parsed {
@@ -624,10 +627,10 @@ impl World {
                 applied.controller_epoch()
             ));
         }
-        if before.is_some_and(|v| applied.version() <= v) {
+        let order = (applied.controller_epoch(), applied.version());
+        if before.is_some_and(|before| order <= before) {
             return Err(format!(
-                "broker {p} applied version {:?} after {before:?}",
-                applied.version()
+                "broker {p} applied (epoch, version) {order:?} after {before:?}"
             ));
         }
         self.take_over(p, &applied)
