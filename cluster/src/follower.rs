@@ -4,16 +4,19 @@
 //!
 //! - its `controller_epoch` is at least the highest seen (a deposed controller, back from a
 //!   pause, cannot roll the cluster back), **and**
-//! - its `assignment_version` is higher than the current assignment's (a replayed or older
-//!   file changes nothing).
+//! - its `(controller_epoch, assignment_version)` is above the current assignment's, compared
+//!   epoch first: a file of a higher controller epoch is newer whatever its version, and within
+//!   one epoch the version must rise (a replayed or older file changes nothing).
 //!
-//! Both must hold, whatever the epochs: versions never restart. A new controller reads the
-//! file on the volume before it writes and continues from that version, so a file with a
-//! higher epoch but a version that is not newer is a writer's bug and is refused. It still
-//! proves that a controller of that epoch exists, so it raises the epoch fence: afterwards the
-//! older controller's files are refused too, and the follower waits for the new controller's
-//! next (correctly numbered) file. A file that does not parse raises nothing; its epoch is not
-//! to be trusted.
+//! Versions are ordered within an epoch only. A new controller continues from the highest
+//! version it has seen, so versions keep rising across controllers as operators read them,
+//! but that is not what makes a file newer: a deposed controller, paused after its last check,
+//! and its successor can both write version N, and a broker that applied the stale `(c, N)`
+//! must still apply the new controller's `(c + 1, N)`.
+//!
+//! A good file of a higher epoch raises the epoch fence even when it is not applied (it
+//! proves that a controller of that epoch exists): afterwards the older controller's files are
+//! refused. A file that does not parse raises nothing; its epoch is not to be trusted.
 //!
 //! The epoch fence can also be raised from outside ([`AssignmentFollower::observe_epoch`]),
 //! for example from the Lease once the controller's heartbeat carries it.
@@ -41,9 +44,14 @@ pub enum Rejection {
         /// The highest epoch seen.
         highest: ControllerEpoch,
     },
-    /// Not newer than the assignment applied already (a replay, or an older file).
-    #[error("assignment version {offered:?} is not newer than the current {current:?}")]
+    /// Of the current assignment's controller epoch, with a version not above its (a
+    /// replay, or an older file).
+    #[error(
+        "assignment version {offered:?} is not newer than the current {current:?} of controller epoch {epoch:?}"
+    )]
     NotNewer {
+        /// The epoch of both.
+        epoch: ControllerEpoch,
         /// The file's version.
         offered: AssignmentVersion,
         /// The current assignment's version.
@@ -96,8 +104,13 @@ impl AssignmentFollower {
         }
         self.observe_epoch(offered_epoch);
         if let Some(current) = &self.current {
-            if assignment.version() <= current.version() {
+            // The fence is at least the current epoch, so the offered one is too: equal, or
+            // above and newer whatever its version.
+            if offered_epoch == current.controller_epoch()
+                && assignment.version() <= current.version()
+            {
                 return Err(Rejection::NotNewer {
+                    epoch: offered_epoch,
                     offered: assignment.version(),
                     current: current.version(),
                 });
@@ -145,6 +158,7 @@ mod tests {
         assert_eq!(
             follower.apply_if_new(assignment(3, 17)),
             Err(Rejection::NotNewer {
+                epoch: ControllerEpoch(3),
                 offered: AssignmentVersion(17),
                 current: AssignmentVersion(17)
             })
@@ -165,19 +179,29 @@ mod tests {
     }
 
     #[test]
-    fn a_higher_epoch_with_an_old_version_is_refused_but_fences_the_old_epoch() {
+    fn a_higher_epoch_is_newer_whatever_its_version_and_fences_the_old_epoch() {
         let mut follower = AssignmentFollower::new();
         assert!(follower.apply_if_new(assignment(3, 17)).is_ok());
-        assert!(matches!(
-            follower.apply_if_new(assignment(4, 10)),
-            Err(Rejection::NotNewer { .. })
-        ));
+        // A deposed controller's (3, 17) and its successor's (4, 17): the successor's wins.
+        assert!(follower.apply_if_new(assignment(4, 17)).is_ok());
         assert_eq!(follower.highest_epoch(), Some(ControllerEpoch(4)));
         assert!(matches!(
             follower.apply_if_new(assignment(3, 18)),
             Err(Rejection::StaleEpoch { .. })
         ));
-        assert!(follower.apply_if_new(assignment(4, 18)).is_ok());
+        // Even a lower version, from a controller that did not see the highest one.
+        assert!(follower.apply_if_new(assignment(5, 10)).is_ok());
+        assert!(matches!(
+            follower.apply_if_new(assignment(5, 10)),
+            Err(Rejection::NotNewer { .. })
+        ));
+        assert!(follower.apply_if_new(assignment(5, 11)).is_ok());
+        assert_eq!(
+            follower
+                .current()
+                .map(|a| (a.controller_epoch(), a.version())),
+            Some((ControllerEpoch(5), AssignmentVersion(11)))
+        );
     }
 
     #[test]
@@ -200,5 +224,17 @@ mod tests {
         assert_eq!(follower.highest_epoch(), Some(ControllerEpoch(7)));
         assert!(follower.apply_if_new(assignment(6, 100)).is_err());
         assert!(follower.apply_if_new(assignment(7, 1)).is_ok());
+    }
+
+    #[test]
+    fn an_observed_epoch_above_the_current_lets_that_epochs_first_file_in() {
+        let mut follower = AssignmentFollower::new();
+        assert!(follower.apply_if_new(assignment(3, 20)).is_ok());
+        follower.observe_epoch(ControllerEpoch(4));
+        assert!(matches!(
+            follower.apply_if_new(assignment(3, 21)),
+            Err(Rejection::StaleEpoch { .. })
+        ));
+        assert!(follower.apply_if_new(assignment(4, 20)).is_ok());
     }
 }

@@ -1,7 +1,8 @@
 //! Property: whatever a broker is offered — newer files, replays, stale controllers' files,
 //! torn and corrupted bytes — it never applies an assignment with a lower controller epoch
-//! than any good file it has seen, never one whose version is not newer than the current one,
-//! never one it did not get whole, and it does apply every file that follows the rule.
+//! than any good file it has seen, never one whose `(controller epoch, version)` is not above
+//! the current one's, never one it did not get whole, and it does apply every file that
+//! follows the rule (a higher epoch whatever its version).
 
 mod support;
 
@@ -73,8 +74,10 @@ proptest! {
                     prop_assert!(Some(applied.controller_epoch()) >= highest_good_epoch,
                         "applied epoch {:?} below a good file's {:?}", applied.controller_epoch(), highest_good_epoch);
                     if let Some(before) = &before {
-                        prop_assert!(applied.version() > before.version());
-                        prop_assert!(applied.controller_epoch() >= before.controller_epoch());
+                        prop_assert!(
+                            (applied.controller_epoch(), applied.version())
+                                > (before.controller_epoch(), before.version())
+                        );
                     }
                 }
                 (Offer::Applied(_), None) => prop_assert!(false, "applied bytes that do not parse"),
@@ -87,7 +90,9 @@ proptest! {
                     prop_assert_eq!(follower.current(), before.as_ref());
                     // Refused only because the rule says so.
                     let fresh_epoch = fence_before.is_none_or(|f| parsed.controller_epoch() >= f);
-                    let fresh_version = before.as_ref().is_none_or(|b| parsed.version() > b.version());
+                    let fresh_version = before.as_ref().is_none_or(|b| {
+                        (parsed.controller_epoch(), parsed.version()) > (b.controller_epoch(), b.version())
+                    });
                     prop_assert!(!(fresh_epoch && fresh_version), "a new file was refused");
                 }
                 (Offer::Rejected(_), None) => prop_assert!(false, "bad bytes were judged by the rule"),

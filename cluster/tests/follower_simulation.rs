@@ -7,13 +7,15 @@
 //!   byte and the result is still a consistent file: the format has no checksum, operators
 //!   edit it by hand, and the storage below it is trusted to return what was written), its
 //!   epoch is at least that of
-//!   every good file this broker process has read, and its version is above the last one
-//!   applied;
+//!   every good file this broker process has read, and its `(controller epoch, version)` is
+//!   above the last one applied's (a higher epoch whatever its version; within one epoch a
+//!   higher version);
 //! - while the shards carry out a takeover in any interleaving, no partition or group is ever
 //!   open on two shards;
 //! - after the takeover (retrying failed opens) exactly what the assignment gives this broker
 //!   is open;
-//! - at the end, a file from the newest controller with the newest version is applied.
+//! - at the end, the first file of a newly elected controller is applied, though a deposed
+//!   controller may have written its version (or a higher one) before.
 //!
 //! A failure prints its seed; `KAAS_SIM_SEED=<seed>` replays just that run, and
 //! `KAAS_SIM_RUNS=<n>` changes how many seeds a run tries.
@@ -89,11 +91,12 @@ impl Broker {
             ));
         }
         if let Some(previous) = previous {
-            if applied.version() <= previous.version() {
+            let order = |a: &Assignment| (a.controller_epoch(), a.version());
+            if order(&applied) <= order(&previous) {
                 return Err(format!(
-                    "applied version {:?} after {:?}",
-                    applied.version(),
-                    previous.version()
+                    "applied (epoch, version) {:?} after {:?}",
+                    order(&applied),
+                    order(&previous)
                 ));
             }
         }
@@ -188,13 +191,14 @@ fn simulate(seed: u64) -> Result<(), String> {
             }
             // A new controller is elected.
             30..=35 => epochs.push(current + 1),
-            // A deposed controller wakes up and writes at its old epoch.
+            // A deposed controller wakes up and writes at its old epoch, maybe the version
+            // the current one writes next.
             36..=43 if epochs.len() > 1 => {
                 let stale = epochs[rng.below(epochs.len() as u64 - 1) as usize];
                 let version = max_version + rng.below(3);
                 on_disk = Some(write(stale, version, &mut rng, &mut written));
             }
-            // A buggy controller of a newer epoch restarts versions.
+            // A controller of a newer epoch that has not seen the highest version.
             44..=45 => {
                 epochs.push(current + 1);
                 let version = rng.below(max_version + 1);
@@ -228,15 +232,22 @@ fn simulate(seed: u64) -> Result<(), String> {
             _ => broker = Broker::start(me, broker.shards),
         }
     }
-    // The newest controller writes the newest version: it must be applied.
+    // A new controller is elected (above every epoch the broker knows: a flipped byte may
+    // have raised its fence; the controller learns it from the broker's heartbeat) and
+    // writes the version after the highest it saw, which a deposed controller may have
+    // written already: its first file must be applied.
     let newest = *epochs.last().unwrap_or(&0);
-    let epoch = newest.max(broker.follower.highest_epoch().map_or(0, |e| e.0));
-    // (A flipped byte may have raised the epoch or version the broker holds; the controller
-    // learns both from the broker's heartbeat.)
-    let applied = broker.follower.current().map_or(0, |a| a.version().0);
-    let file = write(epoch, max_version.max(applied) + 1, &mut rng, &mut written);
+    let epoch = newest.max(broker.follower.highest_epoch().map_or(0, |e| e.0)) + 1;
+    let file = write(epoch, max_version + 1, &mut rng, &mut written);
     if !broker.read(&mut rng, &file, &written, false)? {
-        return Err("the newest controller's newest file was not applied".into());
+        return Err(format!(
+            "the new controller's first file (epoch {epoch}, version {}) was not applied over {:?}",
+            max_version + 1,
+            broker
+                .follower
+                .current()
+                .map(|a| (a.controller_epoch(), a.version()))
+        ));
     }
     Ok(())
 }

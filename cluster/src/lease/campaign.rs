@@ -381,15 +381,17 @@ impl<B: Clone> Campaign<B> {
             (_, Answer::Failed) => {}
             (Purpose::Release { .. }, Answer::Conflict(current)) => {
                 // Released already as far as this broker goes; it only learns the holder.
+                // Seen when the answer came: the version may have been written after the
+                // release was sent.
                 if let Some(lease) = &current {
-                    self.see(lease, sent);
+                    self.see(lease, now);
                 }
                 actions.push(Action::Publish(Event::Holder(
                     current.as_ref().and_then(ObservedLease::holder_endpoint),
                 )));
             }
             (_, Answer::Conflict(current)) => self.lost(now, current, actions),
-            (Purpose::Read, Answer::Read(current)) => self.read(now, sent, current, actions),
+            (Purpose::Read, Answer::Read(current)) => self.read(now, current, actions),
             (Purpose::Renew, Answer::Written(lease)) => {
                 self.see(&lease, sent);
                 self.role = Role::Leading {
@@ -428,17 +430,20 @@ impl<B: Clone> Campaign<B> {
         }
     }
 
-    /// A round's read came back: note the version, and take the Lease if it is free.
+    /// A round's read came back at `now`: note the version, and take the Lease if it is
+    /// free. The version is seen at `now`, not when the read was sent: the holder may have
+    /// written it after the send (a read that took long to reach the API server), and its
+    /// renew deadline counts from its own send, which is before the answer but maybe after
+    /// the read's send.
     fn read(
         &mut self,
         now: MonotonicTime,
-        sent: MonotonicTime,
         current: Option<ObservedLease<B>>,
         actions: &mut Vec<Action<B>>,
     ) {
         match &current {
             Some(lease) => {
-                self.see(lease, sent);
+                self.see(lease, now);
                 actions.push(Action::Publish(Event::Holder(lease.holder_endpoint())));
             }
             None => actions.push(Action::Publish(Event::Holder(None))),

@@ -16,9 +16,11 @@
 //! [`ObservedLease`] carries no renew time); the price is that a broker that starts while a
 //! dead holder's Lease is there waits one full lease duration.
 //!
-//! A version is seen when a watch delivers it ([`Input::Watched`]), or when a read sent at
-//! some time returns it (seen at the time the read was sent), or when a write of this broker
-//! made it (seen when the write was sent); a version seen twice keeps the earlier sighting.
+//! A version is seen when a watch delivers it ([`Input::Watched`]), when the answer to a read
+//! (or a write's conflict) returns it (seen when the answer arrived, never when the request
+//! was sent: the version may have been written after the send), or when a write of this
+//! broker made it (seen when the write was sent); a version seen twice keeps the earlier
+//! sighting.
 //! A follower wakes when the version it saw becomes free ([`Campaign::next_wake`]), once per
 //! version, and reads the Lease to take it over; besides, it reads the Lease every renew
 //! period (for a watch that is down or lagging).
@@ -30,10 +32,11 @@
 //! [`Event::Renewed`] is `sent + lease duration − renew period`, where `sent` is when the
 //! successful request was sent. Why that is safe: another broker takes the Lease over only
 //! with a compare-and-swap on the last version it saw, after that version went unchanged for
-//! a lease duration since it saw it, which is after this broker sent the write that made it;
-//! so no other broker leads before `sent + lease duration`, and the renew period is the
-//! margin for the final rename, for clocks that tick at slightly different rates, and for the
-//! time a read takes to reach the API server. [`Event::Acquired`] names the holder taken over
+//! a lease duration since it saw it; it saw it when a watch delivered it or an answer
+//! returned it, both after the version existed, so after this broker sent the write that
+//! made it, however long that write, the read or its answer took on the way. So no other
+//! broker leads before `sent + lease duration`, and the renew period is the margin for the
+//! final rename and for clocks that tick at slightly different rates. [`Event::Acquired`] names the holder taken over
 //! from when the Lease was taken because it expired (`expired_holder`).
 //!
 //! A failed request (an error, or no answer within [`CampaignConfig::request_timeout`]) is

@@ -131,7 +131,7 @@ fn a_lease_held_by_another_is_taken_over_only_after_it_went_unchanged_for_its_du
         [Event::Holder(Some("kaas-0.kaas:9094".into()))]
     );
     assert!(requests(&actions).is_empty(), "held: {actions:?}");
-    // Seen at the read's send (0 ms): free at 15 s, before the next renew-period round.
+    // Seen when the answer came (30 ms): free at 15.03 s; the next renew-period round first.
     assert_eq!(campaign.next_wake(), Some(at(2_000)));
     for now in (2_000..15_000).step_by(2_000) {
         assert_eq!(requests(&campaign.tick(at(now))), [Request::Read]);
@@ -140,10 +140,10 @@ fn a_lease_held_by_another_is_taken_over_only_after_it_went_unchanged_for_its_du
             Input::Answer(Answer::Read(Some(lease("3", Some("kaas-0"), 4)))),
         );
     }
-    assert_eq!(campaign.next_wake(), Some(at(15_000)), "the free-at wake");
-    assert_eq!(requests(&campaign.tick(at(15_000))), [Request::Read]);
+    assert_eq!(campaign.next_wake(), Some(at(15_030)), "the free-at wake");
+    assert_eq!(requests(&campaign.tick(at(15_030))), [Request::Read]);
     let actions = campaign.step(
-        at(15_010),
+        at(15_040),
         Input::Answer(Answer::Read(Some(lease("3", Some("kaas-0"), 4)))),
     );
     assert_eq!(
@@ -154,14 +154,14 @@ fn a_lease_held_by_another_is_taken_over_only_after_it_went_unchanged_for_its_du
         }]
     );
     let actions = campaign.step(
-        at(15_040),
+        at(15_070),
         Input::Answer(Answer::Written(lease("9", Some("kaas-1"), 5))),
     );
     assert_eq!(
         events(&actions)[0],
         Event::Acquired {
             epoch: ControllerEpoch(5),
-            renew_deadline: at(15_010 + 13_000),
+            renew_deadline: at(15_040 + 13_000),
             expired_holder: Some("kaas-0".into()),
         }
     );
@@ -175,9 +175,9 @@ fn a_watched_change_restarts_the_expiry_clock_and_the_earlier_sighting_stands() 
         at(10),
         Input::Answer(Answer::Read(Some(lease("3", Some("kaas-0"), 4)))),
     );
-    // The same version again later keeps its first sighting.
+    // The same version again later keeps its first sighting (the read's answer).
     campaign.step(at(1_000), Input::Watched(lease("3", Some("kaas-0"), 4)));
-    assert_eq!(campaign.sighting().map(|s| s.since), Some(at(0)));
+    assert_eq!(campaign.sighting().map(|s| s.since), Some(at(10)));
     // A renewal seen at 1.5 s: free at 16.5 s.
     campaign.step(at(1_500), Input::Watched(lease("4", Some("kaas-0"), 4)));
     assert_eq!(
@@ -344,4 +344,34 @@ fn a_take_over_re_acquires_the_held_lease_above_the_floor() {
     assert!(follower
         .step(at(0), Input::TakeOverAbove(ControllerEpoch(9)))
         .is_empty());
+}
+
+#[test]
+fn a_version_read_is_dated_from_the_answer_not_the_send() {
+    // The read is sent at 0 and reaches the API server at 2.9 s, just after the holder's
+    // renewal (sent at 2.5 s, deadline 15.5 s) made version 8; the answer arrives at 3 s.
+    // Dated from the send, version 8 would be free at 15 s, before the holder's deadline.
+    let mut campaign = Campaign::new(config("kaas-1"), at(0));
+    assert_eq!(requests(&campaign.tick(at(0))), [Request::Read]);
+    campaign.step(
+        at(3_000),
+        Input::Answer(Answer::Read(Some(lease("8", Some("kaas-0"), 4)))),
+    );
+    assert_eq!(campaign.sighting().map(|s| s.since), Some(at(3_000)));
+    assert_eq!(
+        campaign.sighting().map(|s| s.free_at("kaas-1")),
+        Some(at(18_000))
+    );
+}
+
+#[test]
+fn a_version_a_release_conflicts_with_is_dated_from_the_answer() {
+    let mut campaign = leader("kaas-0", "5", 3);
+    campaign.step(at(100), Input::Release(ControllerEpoch(3)));
+    // Someone else's version, written after the release was sent.
+    campaign.step(
+        at(4_000),
+        Input::Answer(Answer::Conflict(Some(lease("9", Some("kaas-2"), 4)))),
+    );
+    assert_eq!(campaign.sighting().map(|s| s.since), Some(at(4_000)));
 }
