@@ -58,7 +58,8 @@ pub struct Cli {
     /// Keep everything in memory; nothing is written to disk and nothing survives a restart.
     #[arg(long, env = "KAAS_IN_MEMORY")]
     pub in_memory: bool,
-    /// Number of shards (default: the cores this process may use).
+    /// Number of shards (default: one per CPU this process may use — its cpuset and
+    /// affinity — or fewer under a CPU quota).
     #[arg(long, env = "KAAS_SHARDS")]
     pub shards: Option<usize>,
     /// Node id reported to clients.
@@ -154,6 +155,8 @@ impl Cli {
             config.cluster = Some(ClusterSettings { broker_id });
         }
         config.data_dir = (!self.in_memory).then(|| self.data_dir.clone());
+        // `available_parallelism` counts the CPUs `sched_getaffinity` allows (the cpuset
+        // cgroup and any `taskset`), capped by a CFS quota: the CPUs the shards are placed on.
         config.shards = self
             .shards
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))

@@ -62,24 +62,43 @@ pub struct Kaas {
     pub admin: SocketAddr,
     pub data_dir: Option<PathBuf>,
     extra: Vec<String>,
+    /// A command (and its arguments) that runs kaas as its last arguments: empty to run
+    /// kaas directly, `taskset -c 1` to start it with a narrower CPU affinity.
+    launcher: Vec<String>,
 }
 
 impl Kaas {
     /// Starts a broker on `data_dir` (in memory when `None`) and waits until it is ready.
     pub fn start(data_dir: Option<&Path>, extra: &[&str]) -> Kaas {
+        Kaas::start_through(&[], data_dir, extra)
+    }
+
+    /// Starts a broker as [`Kaas::start`] does, but as the last arguments of `launcher`
+    /// (`["taskset", "-c", "1"]`), which must end by exec'ing it: the pid is then the
+    /// broker's own.
+    pub fn start_through(launcher: &[&str], data_dir: Option<&Path>, extra: &[&str]) -> Kaas {
         let mut kaas = Kaas {
             child: None,
             kafka: SocketAddr::from(([127, 0, 0, 1], free_port())),
             admin: SocketAddr::from(([127, 0, 0, 1], free_port())),
             data_dir: data_dir.map(Path::to_path_buf),
             extra: extra.iter().map(|s| s.to_string()).collect(),
+            launcher: launcher.iter().map(|s| s.to_string()).collect(),
         };
         kaas.launch();
         kaas
     }
 
     fn launch(&mut self) {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_kaas"));
+        let binary = env!("CARGO_BIN_EXE_kaas");
+        let mut command = match self.launcher.split_first() {
+            None => Command::new(binary),
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(binary);
+                command
+            }
+        };
         command
             .arg("--listen")
             .arg(self.kafka.to_string())

@@ -3,6 +3,7 @@
 //! request order.
 
 pub mod connection;
+pub mod cpus;
 pub mod dispatch;
 pub mod frame_reader;
 pub mod port_guard;

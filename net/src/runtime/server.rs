@@ -1,11 +1,13 @@
 //! Starting and stopping the shards of a broker.
 //!
 //! Start-up: lock the data directory (a second broker on it refuses to start), make sure no
-//! other process listens on the Kafka port, load the topic store, then start one executor per shard (pinned to a core when
-//! there are enough). Each shard applies the direct-I/O probe work-around, listens on the
-//! Kafka port with `SO_REUSEPORT` (the kernel spreads connections over the shards), serves
-//! its inbox, opens the partitions it owns and runs log maintenance. Shut-down: every shard
-//! stops accepting, then flushes and checkpoints every partition it has open.
+//! other process listens on the Kafka port, load the topic store, then start one executor per
+//! shard, each pinned to a CPU of its own among those the process may use when there are
+//! enough, otherwise fenced to them ([`crate::runtime::cpus`]). Each shard applies the
+//! direct-I/O probe work-around, listens on the Kafka port with `SO_REUSEPORT` (the kernel
+//! spreads connections over the shards), serves its inbox, opens the partitions it owns and
+//! runs log maintenance. Shut-down: every shard stops accepting, then flushes and
+//! checkpoints every partition it has open.
 //!
 //! Cluster mode (`BrokerConfig::cluster`): brokers share the data directory, so it is not
 //! locked; topics come from `<data>/__cluster/assignment.json` (not `topics.json`), which a
@@ -21,7 +23,7 @@ use std::time::Duration;
 
 use futures_lite::future;
 use glommio::net::TcpListener;
-use glommio::{LocalExecutorBuilder, Placement};
+use glommio::LocalExecutorBuilder;
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::BrokerId;
 use kaas_cluster_file::{FileFollower, FollowerOptions};
@@ -34,6 +36,7 @@ use crate::groups::coordinator::GroupCoordinator;
 use crate::model::cluster_view::{ClusterView, ViewHandle};
 use crate::model::local_assignment::LocalBroker;
 use crate::runtime::connection;
+use crate::runtime::cpus::AllowedCpus;
 use crate::runtime::port_guard::{self, PortInUse};
 use crate::shard::config::BrokerConfig;
 use crate::shard::metrics::ShardMetrics;
@@ -64,6 +67,9 @@ pub enum StartError {
     /// The topic store could not be read.
     #[error(transparent)]
     TopicStore(#[from] topic_store::TopicStoreError),
+    /// The CPUs this process may run on could not be read (`sched_getaffinity`).
+    #[error("reading the CPUs this process may use: {0}")]
+    Cpus(#[source] std::io::Error),
     /// Cluster mode needs the shared data directory.
     #[error("cluster mode needs a data directory (it cannot run in memory)")]
     ClusterInMemory,
@@ -124,12 +130,13 @@ impl Broker {
             _ => None,
         };
         port_guard::ensure_free(config.listen)?;
+        let allowed_cpus = AllowedCpus::of_this_process().map_err(StartError::Cpus)?;
         let storage = match &config.data_dir {
             Some(dir) => Storage::disk(dir.clone()),
             None => Storage::memory(),
         };
         let (topics, mut cluster_start, follower) = match &config.cluster {
-            None => (load_topics(&storage)?, None, None),
+            None => (load_topics(&storage, &allowed_cpus)?, None, None),
             Some(cluster) => {
                 let dir = cluster_dir(
                     config
@@ -165,7 +172,6 @@ impl Broker {
         let view = Arc::new(ViewHandle::new(ClusterView::default()));
         let (router, inboxes) = Router::new(shards);
         let router = Arc::new(router);
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (ready_sender, ready) = async_channel::unbounded();
         let topic_changes = cluster_start.as_ref().map(|c| c.topic_changes.clone());
         let mut broker = Broker {
@@ -183,11 +189,7 @@ impl Broker {
             let metrics = Arc::new(ShardMetrics::default());
             broker.shutdown.push(stop_sender);
             broker.metrics.push(metrics.clone());
-            let placement = if shards <= cpus {
-                Placement::Fixed(index)
-            } else {
-                Placement::Unbound
-            };
+            let placement = allowed_cpus.shard_placement(index, shards);
             let context = ShardStart {
                 index,
                 config: config.clone(),
@@ -274,9 +276,9 @@ impl Broker {
     }
 }
 
-fn load_topics(storage: &Storage) -> Result<TopicsFile, StartError> {
+fn load_topics(storage: &Storage, allowed_cpus: &AllowedCpus) -> Result<TopicsFile, StartError> {
     let storage = storage.clone();
-    let loaded = LocalExecutorBuilder::new(Placement::Unbound)
+    let loaded = LocalExecutorBuilder::new(allowed_cpus.anywhere())
         .name("kaas-start")
         .spawn(move || async move {
             let file = topic_store::load(&storage).await?;
