@@ -77,6 +77,7 @@ pub fn start(
         .with_context(|| format!("advertised port {}", config.advertised_port))?;
     let view = broker.view_source();
     let nudger = broker.assignment_nudger();
+    let fence = nudger.clone();
     let hooks = BrokerHooks {
         endpoint: BrokerEndpoint {
             id: BrokerId(cluster.broker_id),
@@ -92,6 +93,12 @@ pub fn start(
         on_assignment_changed: Box::new(move || {
             if let Some(nudger) = &nudger {
                 nudger.nudge();
+            }
+        }),
+        // The Lease's epoch and the push's: the follower refuses older controllers' files.
+        observe_epoch: Box::new(move |epoch| {
+            if let Some(fence) = &fence {
+                fence.observe_epoch(epoch);
             }
         }),
         // This broker's topic changes become KafkaTopic changes, on the core's runtime and

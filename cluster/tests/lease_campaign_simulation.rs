@@ -460,6 +460,15 @@ impl World {
             Event::Lost => self.brokers[b].term = None,
             Event::Released { .. } => self.stats.releases += 1,
             Event::Holder(_) => {}
+            Event::Epoch(epoch) => {
+                let highest = self.acquisitions.iter().map(|(e, _)| *e).max();
+                if Some(epoch.0) > highest {
+                    return Err(format!(
+                        "broker {b} observed epoch {} above every acquisition ({highest:?})",
+                        epoch.0
+                    ));
+                }
+            }
         }
         Ok(())
     }

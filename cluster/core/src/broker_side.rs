@@ -1,7 +1,10 @@
 //! The broker's side of the cluster core: the heartbeat client to the controller the Lease
 //! names, reporting the assignment this broker has applied, and the `ASSIGNMENT_CHANGED`
 //! callback that nudges the broker's `FileFollower` so it re-reads the file at once rather
-//! than at its next 1 s poll.
+//! than at its next 1 s poll. The controller epochs the broker learns outside the file (the
+//! push's, and the Lease's from the Lease adapter) go to [`BrokerHooks::observe_epoch`], which
+//! raises the follower's epoch fence: from then on a deposed controller's files are refused,
+//! even before the new controller's first file arrives.
 //!
 //! The core does not depend on the broker's crates: the broker hands it [`BrokerHooks`]
 //! (closures), and the core polls `applied` a few times a second (a ping goes out every
@@ -24,6 +27,10 @@ pub struct BrokerHooks {
     /// Called on the controller's `ASSIGNMENT_CHANGED`; must not block (the broker nudges
     /// its `FileFollower`, which only wakes its thread).
     pub on_assignment_changed: Box<dyn Fn() + Send + Sync>,
+    /// A controller of this epoch exists (the Lease shows it, or its push carried it); must
+    /// not block (the broker raises its `FileFollower`'s epoch fence,
+    /// `FollowerNudger::observe_epoch`). Called before `on_assignment_changed` for a push.
+    pub observe_epoch: Box<dyn Fn(ControllerEpoch) + Send + Sync>,
     /// Futures the core spawns on its runtime at start (the service carrying this broker's
     /// topic changes out on the KafkaTopics); they end with the runtime.
     pub tasks: Vec<crate::sources::BoxFuture>,
@@ -33,6 +40,7 @@ pub struct BrokerHooks {
 pub(crate) struct BrokerSide {
     client: HeartbeatClient,
     applied: Box<AppliedFn>,
+    observe_epoch: std::sync::Arc<dyn Fn(ControllerEpoch) + Send + Sync>,
     reported: Option<(ControllerEpoch, AssignmentVersion)>,
 }
 
@@ -43,22 +51,28 @@ impl BrokerSide {
             endpoint,
             applied,
             on_assignment_changed,
+            observe_epoch,
             tasks,
         } = hooks;
         for task in tasks {
             tokio::spawn(task);
         }
+        let observe_epoch: std::sync::Arc<dyn Fn(ControllerEpoch) + Send + Sync> =
+            std::sync::Arc::from(observe_epoch);
+        let push_epoch = observe_epoch.clone();
         let client = HeartbeatClient::spawn(endpoint, None, options, move |notice| {
             tracing::debug!(
                 version = notice.version.0,
                 epoch = notice.controller_epoch.0,
                 "assignment changed: re-reading the file"
             );
+            push_epoch(notice.controller_epoch);
             on_assignment_changed();
         });
         let mut side = BrokerSide {
             client,
             applied,
+            observe_epoch,
             reported: None,
         };
         side.refresh_applied();
@@ -68,6 +82,11 @@ impl BrokerSide {
     /// The Lease names a new controller endpoint (or none).
     pub(crate) fn controller_moved(&self, endpoint: Option<ControllerEndpoint>) {
         self.client.set_controller(endpoint);
+    }
+
+    /// The Lease was observed at `epoch`.
+    pub(crate) fn lease_epoch(&self, epoch: ControllerEpoch) {
+        (self.observe_epoch)(epoch);
     }
 
     /// Carries a newly applied assignment into the next pings.

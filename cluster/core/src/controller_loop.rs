@@ -164,6 +164,10 @@ impl ControllerLoop {
                 tracing::info!(controller = ?endpoint.as_ref().map(ToString::to_string), "the controller's heartbeat endpoint");
                 self.broker.controller_moved(endpoint);
             }
+            LeaseEvent::Epoch(epoch) => {
+                tracing::debug!(epoch = epoch.0, "the controller Lease's epoch");
+                self.broker.lease_epoch(epoch);
+            }
         }
     }
 

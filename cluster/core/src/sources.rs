@@ -46,6 +46,10 @@ pub enum LeaseEvent {
     /// broker's own included; `None` while nobody holds it. Every broker's heartbeat client
     /// dials it.
     Holder(Option<ControllerEndpoint>),
+    /// The Lease was observed at this epoch (its `leaseTransitions`), above any reported
+    /// before: a controller of this epoch holds or held it. The broker raises its follower's
+    /// epoch fence with it.
+    Epoch(ControllerEpoch),
 }
 
 /// The `kaas-controller` Lease: election, renewal and the controller's published endpoint.

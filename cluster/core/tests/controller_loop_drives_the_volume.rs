@@ -113,6 +113,8 @@ struct Harness {
     mirror: Arc<Mutex<MirrorLog>>,
     core: Option<ClusterCore>,
     accepted: std_mpsc::Receiver<Arc<Assignment>>,
+    /// The epochs the core told the broker of (`BrokerHooks::observe_epoch`).
+    observed_epochs: Arc<Mutex<Vec<ControllerEpoch>>>,
     _follower: FileFollower,
     others: tokio::runtime::Runtime,
 }
@@ -154,6 +156,9 @@ impl Harness {
         )
         .expect("follower");
         let nudger = follower.nudger();
+        let fence = follower.nudger();
+        let observed_epochs = Arc::new(Mutex::new(Vec::new()));
+        let observed = observed_epochs.clone();
         let mut options = CoreOptions::new(
             &cluster,
             "127.0.0.1:0".parse().expect("address"),
@@ -175,6 +180,10 @@ impl Harness {
                 endpoint: endpoint(0),
                 applied: Box::new(move || *applied.lock().expect("applied")),
                 on_assignment_changed: Box::new(move || nudger.nudge()),
+                observe_epoch: Box::new(move |epoch| {
+                    fence.observe_epoch(epoch);
+                    observed.lock().expect("observed").push(epoch);
+                }),
                 tasks: Vec::new(),
             },
         )
@@ -194,6 +203,7 @@ impl Harness {
             mirror,
             core: Some(core),
             accepted,
+            observed_epochs,
             _follower: follower,
             others,
         }
@@ -455,6 +465,85 @@ fn shutting_down_without_the_lease_releases_nothing() {
     harness.shutdown();
     assert!(harness.log.lock().expect("log").released.is_empty());
     assert!(!harness.cluster.join(ASSIGNMENT_FILE).exists());
+}
+
+#[test]
+fn a_broker_that_learnt_a_newer_epoch_refuses_the_deposed_controllers_later_files() {
+    let harness = Harness::start();
+    std::fs::create_dir_all(&harness.cluster).expect("cluster directory");
+    let file = |epoch: u64, version: u64| {
+        let text = format!(
+            r#"{{"format": 1, "controller_epoch": {epoch}, "assignment_version": {version},
+            "brokers": [{{"id": 0, "host": "127.0.0.1", "port": 9092}}],
+            "topics": {{}}, "partitions": {{}}}}"#
+        );
+        let assignment = Assignment::from_json(text.as_bytes()).expect("valid");
+        kaas_cluster_file::write_assignment(&harness.cluster, &assignment).expect("write");
+    };
+    let quiet = |what: &str| {
+        if let Ok(applied) = harness.accepted.recv_timeout(Duration::from_millis(500)) {
+            panic!(
+                "{what}: applied ({:?}, {:?})",
+                applied.controller_epoch(),
+                applied.version()
+            );
+        }
+    };
+    // Gives the core the time to pass the epoch on (the refusal below is the assertion).
+    let observed = |epoch: u64| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline
+            && !harness
+                .observed_epochs
+                .lock()
+                .expect("observed")
+                .contains(&ControllerEpoch(epoch))
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // Another broker controls at epoch 3.
+    file(3, 17);
+    harness.accept_until("at epoch 3", |a| a.controller_epoch() == ControllerEpoch(3));
+
+    // (a) The Lease adapter sees the Lease at epoch 4 (taken over); the deposed controller
+    // renames one more file afterwards.
+    harness.send_lease(LeaseEvent::Epoch(ControllerEpoch(4)));
+    observed(4);
+    file(3, 18);
+    quiet("the deposed controller's file after the Lease showed epoch 4");
+    file(4, 18);
+    harness.accept_until("at epoch 4", |a| a.controller_epoch() == ControllerEpoch(4));
+
+    // (b) The controller of epoch 5 pushes ASSIGNMENT_CHANGED before this broker reads its
+    // file; the one of epoch 4 renames one more.
+    let (server, _events) = harness.others.block_on(async {
+        kaas_cluster_heartbeat::HeartbeatServer::bind(
+            "127.0.0.1:0".parse().expect("address"),
+            kaas_cluster_heartbeat::ServerOptions::default(),
+        )
+        .await
+        .expect("bind")
+    });
+    let controller = ControllerEndpoint {
+        host: "127.0.0.1".into(),
+        port: server.local_addr().port(),
+    };
+    harness.send_lease(LeaseEvent::Holder(Some(controller)));
+    wait_for("broker 0's stream to the controller of epoch 5", || {
+        server.brokers().iter().any(|b| b.broker.id == BrokerId(0))
+    });
+    let _guard = harness.others.enter();
+    server.push_assignment_changed(
+        AssignmentVersion(19),
+        ControllerEpoch(5),
+        &BTreeSet::from([BrokerId(0)]),
+    );
+    observed(5);
+    file(4, 19);
+    quiet("the deposed controller's file after the push of epoch 5");
+    file(5, 19);
+    harness.accept_until("at epoch 5", |a| a.controller_epoch() == ControllerEpoch(5));
 }
 
 fn wait_for(what: &str, done: impl Fn() -> bool) {

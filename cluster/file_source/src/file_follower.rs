@@ -6,18 +6,23 @@
 //! refused file is logged once, not every second.
 //!
 //! The follower's own state (the epoch fence, the current assignment) lives on this thread;
-//! consumers only ever see accepted assignments, in the order they were accepted.
+//! consumers only ever see accepted assignments, in the order they were accepted. Other
+//! threads raise the epoch fence through [`FollowerNudger::observe_epoch`] (the controller
+//! epoch the Lease shows, or the one an `ASSIGNMENT_CHANGED` push carries): it is kept in an
+//! atomic the thread folds into its fence before every file it offers, so a file read after
+//! `observe_epoch` returned is judged against it.
 
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::follower::AssignmentFollower;
+use kaas_cluster::ids::ControllerEpoch;
 
 use crate::assignment_reader::{read_assignment, ReadError};
 use crate::file_watch::{wait, DirWatch, Waker};
@@ -65,6 +70,8 @@ impl Default for FollowerOptions {
 #[derive(Debug)]
 pub struct FileFollower {
     waker: Arc<Waker>,
+    /// The highest controller epoch learnt from outside the file (0: none).
+    observed_epoch: Arc<AtomicU64>,
     stopping: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -78,11 +85,13 @@ impl FileFollower {
         sink: impl AssignmentSink,
     ) -> io::Result<Self> {
         let waker = Arc::new(Waker::new()?);
+        let observed_epoch = Arc::new(AtomicU64::new(0));
         let stopping = Arc::new(AtomicBool::new(false));
         let run = FollowLoop {
             dir: cluster_dir.to_path_buf(),
             options,
             waker: waker.clone(),
+            observed_epoch: observed_epoch.clone(),
             stopping: stopping.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -90,6 +99,7 @@ impl FileFollower {
             .spawn(move || run.run(sink))?;
         Ok(FileFollower {
             waker,
+            observed_epoch,
             stopping,
             thread: Some(thread),
         })
@@ -100,11 +110,18 @@ impl FileFollower {
         self.waker.wake();
     }
 
-    /// A handle that nudges this follower from any thread (the heartbeat client's
-    /// `ASSIGNMENT_CHANGED` callback); nudging a stopped follower does nothing.
+    /// Raises the epoch fence, like [`FollowerNudger::observe_epoch`].
+    pub fn observe_epoch(&self, epoch: ControllerEpoch) {
+        self.nudger().observe_epoch(epoch);
+    }
+
+    /// A handle that nudges this follower, and raises its epoch fence, from any thread (the
+    /// heartbeat client's `ASSIGNMENT_CHANGED` callback, the Lease adapter); nudging a
+    /// stopped follower does nothing.
     pub fn nudger(&self) -> FollowerNudger {
         FollowerNudger {
             waker: self.waker.clone(),
+            observed_epoch: self.observed_epoch.clone(),
         }
     }
 
@@ -128,17 +145,26 @@ impl Drop for FileFollower {
     }
 }
 
-/// Makes a [`FileFollower`] re-read the file now, like [`FileFollower::nudge`]; cheap to
-/// clone, `Send` and `Sync`, and it does not keep the follower thread alive.
+/// Makes a [`FileFollower`] re-read the file now, like [`FileFollower::nudge`], and raises
+/// its epoch fence; cheap to clone, `Send` and `Sync`, and it does not keep the follower
+/// thread alive.
 #[derive(Clone, Debug)]
 pub struct FollowerNudger {
     waker: Arc<Waker>,
+    observed_epoch: Arc<AtomicU64>,
 }
 
 impl FollowerNudger {
     /// Wakes the follower.
     pub fn nudge(&self) {
         self.waker.wake();
+    }
+
+    /// A controller of `epoch` exists (the Lease shows it, or its push carried it): from now
+    /// on the follower refuses files of lower epochs (`AssignmentFollower::observe_epoch`),
+    /// including any it reads after this returns. Never lowers the fence.
+    pub fn observe_epoch(&self, epoch: ControllerEpoch) {
+        self.observed_epoch.fetch_max(epoch.0, Ordering::SeqCst);
     }
 }
 
@@ -167,6 +193,7 @@ struct FollowLoop {
     dir: PathBuf,
     options: FollowerOptions,
     waker: Arc<Waker>,
+    observed_epoch: Arc<AtomicU64>,
     stopping: Arc<AtomicBool>,
 }
 
@@ -182,7 +209,7 @@ impl FollowLoop {
             let now = identity(&path);
             if nudged || last_seen != Some(now) {
                 last_seen = Some(now);
-                if !offer(&path, &mut follower, &mut sink) {
+                if !self.offer(&path, &mut follower, &mut sink) {
                     return;
                 }
             }
@@ -196,27 +223,43 @@ impl FollowLoop {
             }
         }
     }
-}
 
-/// Reads the file and offers it; `false` when the sink is gone.
-fn offer(path: &Path, follower: &mut AssignmentFollower, sink: &mut impl AssignmentSink) -> bool {
-    match read_assignment(path) {
-        Ok(assignment) => {
-            let (epoch, version) = (assignment.controller_epoch(), assignment.version());
-            match follower.apply_if_new(assignment) {
-                Ok(applied) => {
-                    tracing::info!(?epoch, ?version, "applying assignment");
-                    return sink.deliver(applied);
-                }
-                Err(rejection) => {
-                    tracing::info!(%rejection, "assignment.json not applied");
+    /// Reads the file and offers it; `false` when the sink is gone. The epoch learnt from
+    /// outside is folded into the fence after the read, so a file written after
+    /// [`FollowerNudger::observe_epoch`] returned is judged against that epoch.
+    fn offer(
+        &self,
+        path: &Path,
+        follower: &mut AssignmentFollower,
+        sink: &mut impl AssignmentSink,
+    ) -> bool {
+        let read = read_assignment(path);
+        let observed = self.observed_epoch.load(Ordering::SeqCst);
+        if observed > 0 && follower.highest_epoch() < Some(ControllerEpoch(observed)) {
+            tracing::info!(
+                epoch = observed,
+                "a newer controller epoch is known: files of older ones are refused"
+            );
+            follower.observe_epoch(ControllerEpoch(observed));
+        }
+        match read {
+            Ok(assignment) => {
+                let (epoch, version) = (assignment.controller_epoch(), assignment.version());
+                match follower.apply_if_new(assignment) {
+                    Ok(applied) => {
+                        tracing::info!(?epoch, ?version, "applying assignment");
+                        return sink.deliver(applied);
+                    }
+                    Err(rejection) => {
+                        tracing::info!(%rejection, "assignment.json not applied");
+                    }
                 }
             }
+            Err(ReadError::Missing) => tracing::debug!("no assignment.json yet"),
+            Err(error) => {
+                tracing::warn!(%error, "assignment.json refused; keeping the last good assignment");
+            }
         }
-        Err(ReadError::Missing) => tracing::debug!("no assignment.json yet"),
-        Err(error) => {
-            tracing::warn!(%error, "assignment.json refused; keeping the last good assignment");
-        }
+        true
     }
-    true
 }

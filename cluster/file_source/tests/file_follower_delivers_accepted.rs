@@ -122,3 +122,35 @@ fn a_follower_started_before_the_directory_exists_picks_it_up() {
     write_assignment(&dir, &assignment(1, 1)).expect("write");
     assert_eq!(next(&receiver), (ControllerEpoch(1), AssignmentVersion(1)));
 }
+
+#[test]
+fn an_epoch_learnt_from_outside_refuses_a_stale_controllers_later_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (sender, receiver) = channel();
+    let follower = FileFollower::spawn(
+        dir.path(),
+        FollowerOptions {
+            poll_interval: Duration::from_millis(50),
+            notify: true,
+        },
+        sender,
+    )
+    .expect("spawn");
+    write_assignment(dir.path(), &assignment(3, 17)).expect("write");
+    assert_eq!(next(&receiver), (ControllerEpoch(3), AssignmentVersion(17)));
+    // The Lease (or a push) shows a controller of epoch 4; the deposed controller of epoch 3
+    // writes once more before the new one writes anything.
+    let nudger = follower.nudger();
+    nudger.observe_epoch(ControllerEpoch(4));
+    nudger.observe_epoch(ControllerEpoch(2));
+    write_assignment(dir.path(), &assignment(3, 18)).expect("write");
+    nudger.nudge();
+    settle();
+    assert!(
+        receiver.try_recv().is_err(),
+        "the stale controller's file was applied"
+    );
+    // The new controller's first file, at the version the stale one used.
+    write_assignment(dir.path(), &assignment(4, 18)).expect("write");
+    assert_eq!(next(&receiver), (ControllerEpoch(4), AssignmentVersion(18)));
+}

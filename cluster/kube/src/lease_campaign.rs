@@ -6,7 +6,8 @@
 //! renew period, or the moment the version last seen becomes free) and ticks it; it performs
 //! the requests the campaign asks for with [`ControllerLease`], bounded by the request
 //! timeout, and feeds their outcomes back; and it reports the campaign's events as
-//! [`LeaseEvent`]s. When the Lease is free, how the renew deadline is chosen and why it is
+//! [`LeaseEvent`]s (the Lease's epoch whenever a version observed shows a higher one, for
+//! the broker's epoch fence). When the Lease is free, how the renew deadline is chosen and why it is
 //! safe are the campaign's rules, documented in [`kaas_cluster::lease`].
 //!
 //! Time enters as the campaign's [`MonotonicTime`]: the time since the task started on the
@@ -124,6 +125,7 @@ impl LeaseSource for LeaseCampaign {
                     origin,
                     events,
                     holder: None,
+                    epoch: None,
                     errors: ErrorLog::new("controller Lease"),
                     watch_errors: ErrorLog::new("controller Lease watch"),
                     watch_resource: resource,
@@ -166,6 +168,8 @@ struct CampaignAdapter {
     events: mpsc::UnboundedSender<LeaseEvent>,
     /// The holder endpoint last reported (`None` before the first report).
     holder: Option<Option<ControllerEndpoint>>,
+    /// The highest Lease epoch reported.
+    epoch: Option<ControllerEpoch>,
     errors: ErrorLog,
     watch_errors: ErrorLog,
     watch_resource: String,
@@ -348,6 +352,13 @@ impl CampaignAdapter {
             }),
             Event::Lost => self.emit(LeaseEvent::Lost),
             Event::Holder(endpoint) => self.report_holder(endpoint.as_deref()),
+            Event::Epoch(epoch) => {
+                // Reported when it rises: the broker's follower fences older controllers.
+                if self.epoch < Some(epoch) {
+                    self.epoch = Some(epoch);
+                    self.emit(LeaseEvent::Epoch(epoch));
+                }
+            }
             Event::Released { epoch } => {
                 tracing::info!(epoch = epoch.0, "released the controller Lease");
             }

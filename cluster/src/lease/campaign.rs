@@ -115,6 +115,12 @@ pub enum Event {
     /// nobody holds it, or it names none). Sent on every observation; the adapter reports
     /// changes.
     Holder(Option<String>),
+    /// The Lease as just observed (watched, read, written or found by a conflict) is at
+    /// this epoch, its `leaseTransitions`: the epoch of the controller that holds it or held
+    /// it last. Sent on every observation, before the events the observation leads to; the
+    /// broker raises its assignment follower's epoch fence with it, so a deposed
+    /// controller's files are refused as soon as a newer holder is seen.
+    Epoch(ControllerEpoch),
     /// The release of the Lease held at `epoch` went through.
     Released {
         /// The epoch released.
@@ -250,7 +256,7 @@ impl<B: Clone> Campaign<B> {
         let mut actions = Vec::new();
         match input {
             Input::Watched(lease) => {
-                self.see(&lease, now);
+                self.observe(&lease, now, &mut actions);
                 actions.push(Action::Publish(Event::Holder(lease.holder_endpoint())));
             }
             Input::WatchedDeleted => actions.push(Action::Publish(Event::Holder(None))),
@@ -384,7 +390,7 @@ impl<B: Clone> Campaign<B> {
                 // Seen when the answer came: the version may have been written after the
                 // release was sent.
                 if let Some(lease) = &current {
-                    self.see(lease, now);
+                    self.observe(lease, now, actions);
                 }
                 actions.push(Action::Publish(Event::Holder(
                     current.as_ref().and_then(ObservedLease::holder_endpoint),
@@ -393,7 +399,7 @@ impl<B: Clone> Campaign<B> {
             (_, Answer::Conflict(current)) => self.lost(now, current, actions),
             (Purpose::Read, Answer::Read(current)) => self.read(now, current, actions),
             (Purpose::Renew, Answer::Written(lease)) => {
-                self.see(&lease, sent);
+                self.observe(&lease, sent, actions);
                 self.role = Role::Leading {
                     held: Box::new(lease),
                 };
@@ -402,7 +408,7 @@ impl<B: Clone> Campaign<B> {
                 }));
             }
             (Purpose::Acquire { expired_holder }, Answer::Written(lease)) => {
-                self.see(&lease, sent);
+                self.observe(&lease, sent, actions);
                 let endpoint = lease.holder_endpoint();
                 let epoch = lease.epoch;
                 self.role = Role::Leading {
@@ -417,7 +423,7 @@ impl<B: Clone> Campaign<B> {
             }
             (Purpose::Release { epoch }, Answer::Written(lease)) => {
                 actions.push(Action::Publish(Event::Released { epoch }));
-                self.see(&lease, sent);
+                self.observe(&lease, sent, actions);
                 actions.push(Action::Publish(Event::Holder(lease.holder_endpoint())));
             }
             // An answer that does not fit its request (a read answered as a write or the
@@ -443,7 +449,7 @@ impl<B: Clone> Campaign<B> {
     ) {
         match &current {
             Some(lease) => {
-                self.see(lease, now);
+                self.observe(lease, now, actions);
                 actions.push(Action::Publish(Event::Holder(lease.holder_endpoint())));
             }
             None => actions.push(Action::Publish(Event::Holder(None))),
@@ -472,11 +478,22 @@ impl<B: Clone> Campaign<B> {
             actions.push(Action::Publish(Event::Lost));
         }
         if let Some(lease) = &current {
-            self.see(lease, now);
+            self.observe(lease, now, actions);
         }
         actions.push(Action::Publish(Event::Holder(
             current.as_ref().and_then(ObservedLease::holder_endpoint),
         )));
+    }
+
+    /// Notes `lease`'s version (see [`Campaign::see`]) and publishes its epoch.
+    fn observe(
+        &mut self,
+        lease: &ObservedLease<B>,
+        at: MonotonicTime,
+        actions: &mut Vec<Action<B>>,
+    ) {
+        self.see(lease, at);
+        actions.push(Action::Publish(Event::Epoch(lease.epoch)));
     }
 
     /// Notes `lease`'s version: a version not seen before starts its expiry clock at `at`.

@@ -36,12 +36,25 @@ fn requests(actions: &[Action<()>]) -> Vec<Request<()>> {
         .collect()
 }
 
+/// The events published, but the epochs (see [`epochs`]).
 fn events(actions: &[Action<()>]) -> Vec<Event> {
     actions
         .iter()
         .filter_map(|a| match a {
+            Action::Publish(Event::Epoch(_)) => None,
             Action::Publish(event) => Some(event.clone()),
             Action::Send(_) => None,
+        })
+        .collect()
+}
+
+/// The epochs published.
+fn epochs(actions: &[Action<()>]) -> Vec<u64> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Publish(Event::Epoch(epoch)) => Some(epoch.0),
+            _ => None,
         })
         .collect()
 }
@@ -374,4 +387,32 @@ fn a_version_a_release_conflicts_with_is_dated_from_the_answer() {
         Input::Answer(Answer::Conflict(Some(lease("9", Some("kaas-2"), 4)))),
     );
     assert_eq!(campaign.sighting().map(|s| s.since), Some(at(4_000)));
+}
+
+#[test]
+fn every_observed_version_publishes_its_epoch() {
+    let mut campaign = Campaign::new(config("kaas-1"), at(0));
+    campaign.tick(at(0));
+    let read = campaign.step(
+        at(10),
+        Input::Answer(Answer::Read(Some(lease("3", Some("kaas-0"), 4)))),
+    );
+    assert_eq!(epochs(&read), [4]);
+    let watched = campaign.step(at(20), Input::Watched(lease("4", Some("kaas-2"), 5)));
+    assert_eq!(epochs(&watched), [5]);
+    assert!(epochs(&campaign.step(at(30), Input::WatchedDeleted)).is_empty());
+    // A leader learns the epoch it wrote, and the one a conflict shows.
+    let mut leader = leader("kaas-0", "5", 3);
+    assert_eq!(
+        requests(&leader.tick(at(2_000))),
+        [Request::Renew {
+            held: lease("5", Some("kaas-0"), 3)
+        }]
+    );
+    let lost = leader.step(
+        at(2_010),
+        Input::Answer(Answer::Conflict(Some(lease("8", Some("kaas-2"), 4)))),
+    );
+    assert_eq!(epochs(&lost), [4]);
+    assert_eq!(events(&lost)[0], Event::Lost);
 }

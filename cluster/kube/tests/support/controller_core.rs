@@ -43,6 +43,7 @@ pub fn start_core(
         },
         applied: Box::new(|| None),
         on_assignment_changed: Box::new(|| {}),
+        observe_epoch: Box::new(|_| {}),
         tasks: Vec::new(),
     };
     ClusterCore::spawn(options, sources, hooks).expect("the cluster core starts")
