@@ -3,7 +3,8 @@
 //! leader of the group's partition of it (three `kaas` processes on a real API server,
 //! tests/support/kube_cluster.rs).
 //!
-//! Checked: `assignment.json` places `__consumer_offsets`; FindCoordinator on every broker
+//! Checked: `assignment.json` places `__consumer_offsets` and names each stored group's
+//! coordinator in `consumerGroups`; FindCoordinator on every broker
 //! names the leader of each group's partition, and Metadata lists the topic as internal with
 //! those leaders and leader epochs; the leader serves the group's records in its partition;
 //! a group committed on its coordinator is, after
@@ -251,6 +252,11 @@ fn groups_are_coordinated_by_the_leader_of_their_offsets_partition() {
         [old_epoch as u32 + 1],
         "the first coordinator claims the group at its partition's fence epoch"
     );
+    // The controller finds the group on the volume and names its coordinator in
+    // `consumerGroups`, as operators read it.
+    cluster.wait_for_assignment("naming the group's coordinator", REACT, |a| {
+        a.groups().get(&kaas_cluster::ids::GroupId::new(&group)) == Some(&old_leader)
+    });
     // Metadata lists the topic as Kafka does, led where the groups are coordinated, and the
     // leader serves the group's records.
     assert_metadata_follows(&mut client, &first);
@@ -266,6 +272,11 @@ fn groups_are_coordinated_by_the_leader_of_their_offsets_partition() {
     cluster.wait_until_applied(moved.version().0);
     let (new_leader, new_epoch) = offsets_leader(&moved, &group);
     assert!(new_epoch > old_epoch, "a new leader, a higher leader epoch");
+    assert_eq!(
+        moved.groups().get(&kaas_cluster::ids::GroupId::new(&group)),
+        Some(&new_leader),
+        "consumerGroups follows the partition's new leader"
+    );
     let survivor = if holder == new_leader.0 {
         holder
     } else {

@@ -113,7 +113,11 @@ mod tests {
         assert_eq!(distinct.len(), names.len(), "{names:?}");
         assert_eq!(dir_name("my-group_1"), "my-group_1");
         assert_eq!(dir_name("a.b"), "a%2Eb");
-        assert_eq!(group_id_of(&dir_name(&long_a)), None, "a long id's name keeps only a prefix");
+        assert_eq!(
+            group_id_of(&dir_name(&long_a)),
+            None,
+            "a long id's name keeps only a prefix"
+        );
         for name in ["a%2eb", "a%2", "a.b", "%2E%", "~"] {
             assert_eq!(group_id_of(name), None, "{name}");
         }

@@ -9,11 +9,18 @@
 //! ([`Controller::next_wake`]): the loop sleeps until then and feeds `Wake`, so the controller
 //! acts on the age-out at once rather than at the next tick.
 //!
-//! The volume's writes (a few `fsync`s) run inline on the core's thread: actions must be
-//! carried out in order, and the pause they cause the heartbeat tasks on the same thread is
-//! milliseconds against a 1 s ping interval. Failed writes are not retried here: the
-//! controller asks again at its next tick. A failed volume read or epoch record is retried
-//! at the next tick, and until it succeeds the controller does not lead.
+//! The volume's reads and writes (`fsync`s, the epoch file's `flock`) run on tokio's blocking
+//! pool ([`crate::volume`]) while the loop awaits them, so actions are still carried out in
+//! order, but the heartbeat server, the Lease campaign and the broker's heartbeat client keep
+//! running on the core's thread however long the volume stalls. The pings that arrive
+//! meanwhile are fed to the controller before the volume's answer, so a slow write never ages
+//! out a broker that kept pinging. Failed writes are not retried here: the controller asks
+//! again at its next tick. A failed volume read or epoch record is retried at the next tick,
+//! and until it succeeds the controller does not lead.
+//!
+//! While leading, each tick also lists the consumer groups stored on the volume and feeds
+//! them (`GroupsKnown`) when they changed, so `assignment.json`'s `consumerGroups` names
+//! every group's coordinator.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -36,9 +43,9 @@ const APPLIED_POLL: Duration = Duration::from_millis(250);
 /// The longest shut-down waits for the Lease to be released.
 const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The inputs the loop drains.
+/// The inputs the loop drains (the heartbeat events are the loop's own, see
+/// [`ControllerLoop::new`]).
 pub(crate) struct Inlets {
-    pub(crate) heartbeats: mpsc::UnboundedReceiver<HeartbeatEvent>,
     pub(crate) lease: mpsc::UnboundedReceiver<LeaseEvent>,
     pub(crate) endpoints: mpsc::UnboundedReceiver<BTreeSet<BrokerId>>,
     pub(crate) topics: mpsc::UnboundedReceiver<BTreeMap<TopicName, TopicInfo>>,
@@ -54,6 +61,10 @@ pub(crate) struct ControllerLoop {
     pub(crate) mirror: Option<Box<dyn MirrorSink>>,
     pub(crate) broker: BrokerSide,
     pub(crate) tick: Duration,
+    /// The heartbeat server's events (also drained while the volume works).
+    heartbeats: mpsc::UnboundedReceiver<HeartbeatEvent>,
+    /// The groups last fed as `GroupsKnown`.
+    groups_known: Option<BTreeSet<kaas_cluster::ids::GroupId>>,
     /// A `ReadVolume` that failed, to be retried at the next tick.
     retry_read: bool,
     /// A `RecordEpoch` that failed, to be retried at the next tick.
@@ -66,6 +77,7 @@ impl ControllerLoop {
         clock: Clock,
         volume: Volume,
         server: HeartbeatServer,
+        heartbeats: mpsc::UnboundedReceiver<HeartbeatEvent>,
         lease: Box<dyn LeaseSource>,
         broker: BrokerSide,
         tick: Duration,
@@ -79,6 +91,8 @@ impl ControllerLoop {
             mirror: None,
             broker,
             tick,
+            heartbeats,
+            groups_known: None,
             retry_read: false,
             retry_record: None,
         }
@@ -105,7 +119,7 @@ impl ControllerLoop {
             tokio::select! {
                 biased;
                 _ = &mut stop => break,
-                Some(event) = inlets.heartbeats.recv() => {
+                Some(event) = self.heartbeats.recv() => {
                     let at = self.clock.at(event.at());
                     self.feed_at(at, event.to_controller_input()).await;
                 }
@@ -172,16 +186,39 @@ impl ControllerLoop {
     }
 
     async fn tick(&mut self) {
+        let leading = self.controller.leading_epoch().is_some();
         if std::mem::take(&mut self.retry_read) {
             self.carry_out_all(vec![Action::ReadVolume]).await;
-        } else if self.controller.leading_epoch().is_some() && self.volume.changed() {
+        } else if leading && self.volume.changed().await {
             // Another controller's file (a deposed one waking up): the controller decides.
             self.carry_out_all(vec![Action::ReadVolume]).await;
         }
         if let Some(epoch) = self.retry_record.take() {
             self.carry_out_all(vec![Action::RecordEpoch(epoch)]).await;
         }
+        if leading {
+            self.feed_groups_if_changed().await;
+        }
         self.feed(Input::Tick).await;
+    }
+
+    /// Feeds the groups stored on the volume when they differ from those fed last.
+    async fn feed_groups_if_changed(&mut self) {
+        match self.volume.groups().await {
+            Ok(groups) if self.groups_known.as_ref() != Some(&groups) => {
+                self.groups_known = Some(groups.clone());
+                self.feed(Input::GroupsKnown(groups)).await;
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "cannot list the consumer groups on the volume"),
+        }
+    }
+
+    /// Queues the heartbeat events that arrived while the volume worked, ahead of its answer.
+    fn drain_heartbeats(&mut self, answers: &mut VecDeque<Input>) {
+        while let Ok(event) = self.heartbeats.try_recv() {
+            answers.push_back(event.to_controller_input());
+        }
     }
 
     async fn feed(&mut self, input: Input) {
@@ -209,7 +246,9 @@ impl ControllerLoop {
     }
 
     async fn read_volume(&mut self, answers: &mut VecDeque<Input>) {
-        match self.volume.read().await {
+        let read = self.volume.read().await;
+        self.drain_heartbeats(answers);
+        match read {
             Ok(read) => answers.push_back(read),
             Err(error) => {
                 tracing::error!(%error, "cannot read the volume; not leading until it can be read");
@@ -218,10 +257,20 @@ impl ControllerLoop {
         }
     }
 
+    async fn record_epoch(
+        &mut self,
+        epoch: ControllerEpoch,
+        answers: &mut VecDeque<Input>,
+    ) -> Result<ControllerEpoch, kaas_cluster_file::controller_epoch_file::EpochFileError> {
+        let recorded = self.volume.record_epoch(epoch).await;
+        self.drain_heartbeats(answers);
+        recorded
+    }
+
     async fn carry_out(&mut self, action: Action, answers: &mut VecDeque<Input>) {
         match action {
             Action::ReadVolume => self.read_volume(answers).await,
-            Action::RecordEpoch(epoch) => match self.volume.record_epoch(epoch) {
+            Action::RecordEpoch(epoch) => match self.record_epoch(epoch, answers).await {
                 Ok(recorded) if recorded == epoch => answers.push_back(Input::EpochRecorded(epoch)),
                 Ok(higher) => {
                     // Another controller recorded a higher epoch first: the controller
@@ -244,7 +293,11 @@ impl ControllerLoop {
             } => {
                 let version = assignment.version();
                 let clock = self.clock;
-                let written = self.volume.write(&assignment, || clock.now() < not_after);
+                let written = self
+                    .volume
+                    .write(assignment.clone(), move || clock.now() < not_after)
+                    .await;
+                self.drain_heartbeats(answers);
                 match written {
                     Ok(true) => {
                         tracing::info!(

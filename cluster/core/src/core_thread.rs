@@ -162,7 +162,6 @@ async fn run(
     let heartbeat_addr = server.local_addr();
     let published = ControllerEndpoint::new(options.heartbeat_host.clone(), heartbeat_addr.port());
     let inlets = Inlets {
-        heartbeats,
         lease: sources.lease.start(published),
         endpoints: sources.endpoints.start(),
         topics: sources.topics.start(),
@@ -176,6 +175,7 @@ async fn run(
         clock,
         Volume::new(&options.cluster_dir),
         server,
+        heartbeats,
         sources.lease,
         broker,
         options.tick,

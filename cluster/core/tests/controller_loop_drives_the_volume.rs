@@ -71,6 +71,8 @@ impl TopicSource for FakeWatch<BTreeMap<TopicName, TopicInfo>> {
 struct MirrorLog {
     started: bool,
     published: Vec<AssignmentVersion>,
+    /// The controller epoch and brokers of each published assignment.
+    brokers: Vec<(ControllerEpoch, BTreeSet<BrokerId>)>,
 }
 
 struct FakeMirror(Arc<Mutex<MirrorLog>>);
@@ -84,6 +86,8 @@ impl MirrorSink for FakeMirror {
         let mut log = self.0.lock().expect("mirror");
         assert!(log.started, "published before the mirror started");
         log.published.push(assignment.version());
+        let brokers = assignment.brokers().keys().copied().collect();
+        log.brokers.push((assignment.controller_epoch(), brokers));
     }
 }
 
@@ -329,7 +333,11 @@ fn a_win_writes_a_file_the_follower_accepts_and_a_departure_moves_its_partitions
         led_by(a) == BTreeSet::from([0, 1])
     });
     assert_eq!(both.controller_epoch(), ControllerEpoch(1));
-    assert_eq!(both.topics().len(), 3, "the two topics and __consumer_offsets");
+    assert_eq!(
+        both.topics().len(),
+        3,
+        "the two topics and __consumer_offsets"
+    );
     assert_eq!(
         std::fs::read(harness.cluster.join("controller-epoch")).expect("epoch file"),
         b"1\n",
@@ -454,6 +462,42 @@ fn an_epoch_not_above_the_volume_s_is_refused_and_taken_over_above_it() {
         harness.log.lock().expect("log").released,
         vec![ControllerEpoch(6)]
     );
+}
+
+#[test]
+fn a_volume_that_stalls_longer_than_the_age_out_costs_no_live_broker_its_place() {
+    let mut harness = Harness::start();
+    harness.topics(&[("orders", 4)]);
+    harness.ready(&[0, 1]);
+    let _broker_1 = harness.other_broker(1);
+    harness.win(1, far());
+    harness.accept_until("led by brokers 0 and 1", |a| {
+        led_by(a) == BTreeSet::from([0, 1])
+    });
+    // The volume stalls: the epoch file's lock is held (as a hung NFS server would hold the
+    // controller's flock) across a new term, for longer than the 3 s age-out. Broker 1 keeps
+    // pinging the whole time.
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .open(harness.cluster.join("controller-epoch.lock"))
+        .expect("the epoch file's lock exists");
+    lock.lock().expect("hold the lock");
+    harness.send_lease(LeaseEvent::Lost);
+    harness.win(2, far());
+    std::thread::sleep(Duration::from_secs(5));
+    drop(lock);
+    let second = harness.accept_until("at epoch 2", |a| a.controller_epoch() == ControllerEpoch(2));
+    assert_eq!(led_by(&second), BTreeSet::from([0, 1]));
+    // A tick later: no assignment of the new term ever left broker 1 out.
+    std::thread::sleep(Duration::from_millis(500));
+    let published = harness.mirror.lock().expect("mirror").brokers.clone();
+    for (epoch, brokers) in published.iter().filter(|(e, _)| *e == ControllerEpoch(2)) {
+        assert!(
+            brokers.contains(&BrokerId(1)),
+            "an assignment at epoch {epoch:?} left out broker 1, which kept pinging: {published:?}"
+        );
+    }
+    harness.shutdown();
 }
 
 #[test]
