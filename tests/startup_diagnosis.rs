@@ -185,12 +185,17 @@ fn kaas_seeing_mounts(mount_table: &Path, data: &Path) -> (Command, std::net::So
     )
 }
 
-/// This machine's mount table plus an NFS 4.2 mount of `point` with `options`.
+/// This machine's mount table plus an NFSv4 mount of `point` with `options`.
 fn mount_table_with_nfs(dir: &Path, point: &Path, options: &str) -> std::path::PathBuf {
+    mount_table_with(dir, point, "nfs4", options)
+}
+
+/// This machine's mount table plus a mount of type `fs_type` at `point` with `options`.
+fn mount_table_with(dir: &Path, point: &Path, fs_type: &str, options: &str) -> std::path::PathBuf {
     let mut table = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
     let point = std::fs::canonicalize(point).expect("canonical");
     table.push_str(&format!(
-        "4242 1 0:4242 / {} rw,relatime shared:4242 - nfs4 nfs.example:/kaas {options}\n",
+        "4242 1 0:4242 / {} rw,relatime shared:4242 - {fs_type} nfs.example:/kaas {options}\n",
         point.display()
     ));
     let path = dir.join(format!("mountinfo-{}", table.len()));
@@ -233,4 +238,37 @@ fn an_nfs_volume_with_lookup_caching_is_refused_in_cluster_mode() {
     );
     let (mut command, admin) = kaas_seeing_mounts(&coherent, &data);
     starts_and_stops(&mut command, admin);
+}
+
+#[test]
+fn an_nfs_volume_without_nfsv4_close_to_open_is_refused_in_cluster_mode() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    // Caching off as deploy/README.md asks, so only the version or nocto is wrong.
+    let coherent = "hard,acregmin=0,acregmax=0,acdirmin=0,acdirmax=0,lookupcache=none";
+
+    // NFSv3: the kernel lists it as type nfs with vers=3.
+    let v3 = mount_table_with(
+        dir.path(),
+        &data,
+        "nfs",
+        &format!("rw,vers=3,{coherent},mountvers=3,mountproto=udp"),
+    );
+    let (mut command, _) = kaas_seeing_mounts(&v3, &data);
+    let (status, stderr) = run_to_exit(&mut command, "kaas did not exit within 30 s");
+    assert_eq!(status.code(), Some(14), "{stderr}");
+    assert!(stderr.contains("it is NFS vers=3"), "{stderr}");
+    assert!(stderr.contains("close-to-open"), "{stderr}");
+    assert!(stderr.contains("vers=4.1 or vers=4.2"), "{stderr}");
+    assert!(!stderr.contains("it lacks"), "{stderr}");
+
+    // NFSv4 with nocto.
+    let nocto = mount_table_with_nfs(dir.path(), &data, &format!("rw,vers=4.2,{coherent},nocto"));
+    let (mut command, _) = kaas_seeing_mounts(&nocto, &data);
+    let (status, stderr) = run_to_exit(&mut command, "kaas did not exit within 30 s");
+    assert_eq!(status.code(), Some(14), "{stderr}");
+    assert!(stderr.contains("mounted with nocto"), "{stderr}");
+    assert!(stderr.contains("without nocto"), "{stderr}");
+    assert!(!stderr.contains("it is NFS vers"), "{stderr}");
 }

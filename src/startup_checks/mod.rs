@@ -25,8 +25,9 @@ pub enum ExitCode {
     NoDirectIo = 12,
     /// Cluster mode: brokers named by the assignment left no marker on this volume.
     VolumeNotShared = 13,
-    /// Cluster mode: the data directory is on NFS with lookup or directory attribute
-    /// caching on, which would hide the partition fence's claims from a stale leader.
+    /// Cluster mode: the data directory is on NFS mounted so that a stale leader could miss
+    /// the partition fence's claims: lookup or directory attribute caching on, `nocto`, or
+    /// a version before 4 (the fence needs NFSv4's close-to-open consistency).
     FenceUnsafeCaching = 14,
 }
 
