@@ -175,8 +175,9 @@
 //! opens the file afterwards; hard links work; `syncfs` makes durable everything this
 //! broker wrote on the volume before it (see [`crate::volume_sync`]). A local disk (tests,
 //! standalone) and CephFS do this. NFS
-//! does only as NFSv4 with lookup and attribute caching off for the partition and group
-//! directories (`lookupcache=none`, `actimeo=0`): otherwise a broker can miss a new claim.
+//! does only as NFSv4 (close-to-open, so never `nocto`) with lookup and attribute caching
+//! off for the partition and group directories (`lookupcache=none`, `actimeo=0`): otherwise
+//! a broker can miss a new claim. The binary's start-up check refuses any other NFS mount.
 
 use std::path::{Path, PathBuf};
 

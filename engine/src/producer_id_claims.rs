@@ -7,7 +7,7 @@
 //! On-disk format: `<data>/__cluster/producer-id-blocks/<n>`, one empty file per claimed block
 //! `n` (a decimal number, no padding). A broker claims a block by creating its file with
 //! `O_CREAT | O_EXCL` ([`Storage::create_new_synced`]: exactly one creator wins, on a local
-//! disk, CephFS and NFSv3+ alike), then `fsync`s the directory before the claim is returned,
+//! disk, CephFS and NFS alike), then `fsync`s the directory before the claim is returned,
 //! so a crash can never forget a claim whose ids were used. It starts looking at one past the
 //! highest block listed (so a restart never goes back) and moves up on every claim another
 //! broker won. A crash leaves at most a claimed, partly used block: its remaining ids are
