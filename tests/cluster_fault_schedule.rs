@@ -194,9 +194,13 @@ impl Clients {
 
     fn spawn(&mut self, name: &str, mut command: Command) {
         let out = std::fs::File::create(self.file(&format!("{name}.out"))).expect("stdout file");
+        // The clients' own diagnostics (librdkafka logs every refused connection).
+        let err =
+            std::fs::File::create(self.file(&format!("{name}.err.log"))).expect("stderr file");
         let child = command
             .stdin(Stdio::null())
             .stdout(out)
+            .stderr(err)
             .spawn()
             .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
         self.children.push((name.to_string(), child));
@@ -263,10 +267,10 @@ impl Clients {
     /// Stops the producers, then the consumers (which read on until idle), and waits for
     /// each client's verdict; returns what each printed.
     fn finish(&mut self) -> Vec<(String, String)> {
+        let names: Vec<String> = self.children.iter().map(|(n, _)| n.clone()).collect();
         std::fs::write(self.file("stop-producers"), b"").expect("stop file");
         self.wait_for("py-producer");
         std::fs::write(self.file("stop-consumers"), b"").expect("stop file");
-        let names: Vec<String> = self.children.iter().map(|(n, _)| n.clone()).collect();
         for name in &names {
             self.wait_for(name);
         }
@@ -701,7 +705,8 @@ fn seeded_faults_lose_no_acknowledged_write_and_no_commit_skips_a_record() {
             end_ms: d.recovered_ms,
         })
         .collect();
-    let report = fault_checker::check(&history, WINDOW_THRESHOLD_MS);
+    let mut report = fault_checker::check(&history, WINDOW_THRESHOLD_MS);
+    report.origin_ms = run_start_ms;
 
     let mut text = format!(
         "fault schedule: seed {seed}, {seconds} s of faults, Lease {lease_ms} ms{}, {} faults survived, {:?} in all\n",

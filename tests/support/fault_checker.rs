@@ -321,6 +321,8 @@ pub struct Report {
     /// Per group: records of the final log no member ever polled (not an anomaly by itself:
     /// a group may stop before the end).
     pub never_polled: BTreeMap<String, usize>,
+    /// Times are printed relative to this one (wall-clock ms; 0 prints them as they are).
+    pub origin_ms: u64,
 }
 
 impl Report {
@@ -665,6 +667,13 @@ fn seconds(ms: u64) -> String {
     format!("{}.{:03} s", ms / 1000, ms % 1000)
 }
 
+impl Report {
+    /// `time_ms` as the report prints it: seconds since [`Report::origin_ms`].
+    fn at(&self, time_ms: u64) -> String {
+        format!("t={}", seconds(time_ms.saturating_sub(self.origin_ms)))
+    }
+}
+
 /// Prints at most this many examples of each anomaly.
 const EXAMPLES: usize = 10;
 
@@ -687,8 +696,11 @@ impl fmt::Display for Report {
         for lost in self.lost.iter().take(EXAMPLES) {
             writeln!(
                 f,
-                "  lost write: {} acknowledged at {}/{} (t={})",
-                lost.value, lost.partition, lost.offset, lost.acked_ms
+                "  lost write: {} acknowledged at {}/{} ({})",
+                lost.value,
+                lost.partition,
+                lost.offset,
+                self.at(lost.acked_ms)
             )?;
         }
         for duplicate in self.duplicates.iter().take(EXAMPLES) {
@@ -701,8 +713,13 @@ impl fmt::Display for Report {
         for wrong in self.inconsistent.iter().take(EXAMPLES) {
             writeln!(
                 f,
-                "  inconsistent offset: {:?} said {} is at {}/{} (t={}), the log holds {:?} there",
-                wrong.claim, wrong.value, wrong.partition, wrong.offset, wrong.time_ms, wrong.found
+                "  inconsistent offset: {:?} said {} is at {}/{} ({}), the log holds {:?} there",
+                wrong.claim,
+                wrong.value,
+                wrong.partition,
+                wrong.offset,
+                self.at(wrong.time_ms),
+                wrong.found
             )?;
         }
         for send in self.non_monotonic.iter().take(EXAMPLES) {
@@ -715,12 +732,12 @@ impl fmt::Display for Report {
         for commit in self.committed_unread.iter().take(EXAMPLES) {
             writeln!(
                 f,
-                "  committed but unread: group {} ({}) committed {}/{} (t={}) but {}",
+                "  committed but unread: group {} ({}) committed {}/{} ({}) but {}",
                 commit.group,
                 commit.member.as_deref().unwrap_or("final commit"),
                 commit.partition,
                 commit.offset,
-                commit.time_ms.map_or("end".into(), |t| t.to_string()),
+                commit.time_ms.map_or("at the end".into(), |t| self.at(t)),
                 commit
                     .unread
                     .map_or("that is past the log's end".into(), |o| format!(
@@ -743,10 +760,10 @@ impl fmt::Display for Report {
         for window in &self.windows {
             writeln!(
                 f,
-                "  partition {}: {} from t={} ({})",
+                "  partition {}: {} from {} ({})",
                 window.partition,
                 seconds(window.length_ms()),
-                window.from_ms,
+                self.at(window.from_ms),
                 cause_text(&window.causes)
             )?;
         }
@@ -767,8 +784,9 @@ impl fmt::Display for Report {
         for window in &self.per_fault {
             writeln!(
                 f,
-                "  {} for {}: {}",
+                "  {} at {} until recovered {} later: {}",
                 window.fault.name(),
+                self.at(window.fault.start_ms),
                 seconds(window.fault.end_ms - window.fault.start_ms),
                 window
                     .longest
