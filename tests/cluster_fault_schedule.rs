@@ -2,13 +2,14 @@
 //! (tests/support/kube_cluster.rs), idempotent producers (acks=all) of two client libraries
 //! (librdkafka through confluent-kafka, franz-go) and consumer groups of both protocols
 //! (librdkafka classic and KIP-848, two members each; franz-go classic) run while a seeded
-//! schedule (tests/support/fault_schedule.rs) injects, one after another, kill -9 and SIGSTOP
+//! schedule (tests/support/fault_schedule.rs) injects, one after another: kill -9 and SIGSTOP
 //! of a broker and of the controller (some pauses longer than the Lease), a broker marked not
-//! ready in the EndpointSlice and the API server cut off from one broker (each broker reaches
-//! it through a TCP proxy of its own). Each fault is undone after its hold time (restart,
-//! SIGCONT, ready again, proxy restored) and the next comes once the cluster has recovered:
-//! every broker in the assignment leading partitions, and both producers acknowledged again
-//! on every partition.
+//! ready in the EndpointSlice, the API server cut off from one broker (each broker reaches it
+//! through a TCP proxy of its own), and a slow volume (the brokers' shared data directory is
+//! mounted through a FUSE passthrough, tests/slow-volume, that can delay every fsync). Each
+//! fault is undone after its hold time (restart, SIGCONT, ready again, proxy restored, fsync
+//! prompt again) and the next comes once the cluster has recovered: every broker in the
+//! assignment leading partitions, and both producers acknowledged again on every partition.
 //!
 //! Afterwards the whole log of every partition is read from offset 0 and the checker
 //! (tests/support/fault_checker.rs) compares it with every acknowledgement, poll and commit
@@ -22,7 +23,8 @@
 //! `KAAS_FAULT_LEASE=default` the brokers keep the default Lease (15 s, renewed every 2 s).
 //! `KAAS_FAULT_KEEP=<dir>` keeps the clients' event logs, the final log, the broker logs and
 //! the report in `<dir>` (a failing run keeps them under the target directory anyway).
-//! Needs `tests/clients/prepare.sh` (confluent-kafka, franz-go's modules) and Go.
+//! Needs `tests/clients/prepare.sh` (confluent-kafka, franz-go's modules), Go, `/dev/fuse`
+//! and root.
 
 mod support;
 
@@ -30,6 +32,8 @@ mod support;
 mod fault_checker;
 #[path = "support/fault_schedule.rs"]
 mod fault_schedule;
+#[path = "support/slow_volume.rs"]
+mod slow_volume;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -42,6 +46,7 @@ use fault_checker::{Fault, History};
 use fault_schedule::{FaultKind, Schedule, Step};
 use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::BrokerId;
+use slow_volume::SlowVolume;
 use support::cluster::Broker;
 use support::kube_cluster::{Endpoint, KubeCluster, Reach};
 use support::tcp_proxy::TcpProxy;
@@ -373,12 +378,14 @@ fn kubeconfig_through(port: u16, file: &Path) -> PathBuf {
     file.to_path_buf()
 }
 
-/// Three brokers on the API server, each dialing it through its own proxy in `proxies`.
+/// Three brokers on the API server, each dialing it through its own proxy in `proxies`, on
+/// the cluster's data directory mounted again through [`SlowVolume`].
 ///
-/// KubeCluster gives all its brokers one way to the API server; this starts it with one
-/// that is cut (its brokers stop at once: they cannot reach the server), then replaces each
-/// broker with one of its own kubeconfig, same pod name, address, data directory and flags.
-fn start_cluster(flags: &[&str], proxies: &[TcpProxy]) -> KubeCluster {
+/// KubeCluster gives all its brokers one way to the API server and its own data directory;
+/// this starts it with a way that is cut (its brokers stop at once: they cannot reach the
+/// server), then replaces each broker with one of its own kubeconfig on the mounted
+/// directory, with the same pod name, address and flags.
+fn start_cluster(flags: &[&str], proxies: &[TcpProxy]) -> (KubeCluster, SlowVolume) {
     let server = kaas_test_support::apiserver::api_server();
     let mut nowhere = TcpProxy::start(SocketAddr::from(([127, 0, 0, 1], server.port)));
     nowhere.cut();
@@ -388,6 +395,7 @@ fn start_cluster(flags: &[&str], proxies: &[TcpProxy]) -> KubeCluster {
         logs: true,
     };
     let mut cluster = KubeCluster::start_with("faults", BROKERS, flags, &reach);
+    let volume = SlowVolume::mount(&cluster.data_dir);
     let mut args: Vec<String> = vec!["--assignment-source".into(), "kube".into()];
     args.extend(flags.iter().map(|f| f.to_string()));
     for id in 0..BROKERS {
@@ -404,7 +412,7 @@ fn start_cluster(flags: &[&str], proxies: &[TcpProxy]) -> KubeCluster {
             std::net::IpAddr::V4(ip) => ip,
             std::net::IpAddr::V6(_) => panic!("brokers listen on IPv4 loopback"),
         };
-        let mut broker = Broker::pod(id, ip, &cluster.data_dir, &args, &env);
+        let mut broker = Broker::pod(id, ip, &volume.mountpoint, &args, &env);
         broker.log = Some(cluster.scratch.join(format!("broker-{id}.log")));
         let index = cluster
             .brokers
@@ -418,7 +426,15 @@ fn start_cluster(flags: &[&str], proxies: &[TcpProxy]) -> KubeCluster {
     for broker in &mut cluster.brokers {
         broker.start();
     }
-    cluster
+    (cluster, volume)
+}
+
+/// What a fault hit, as the report names it.
+fn target_name(kind: FaultKind, target: i32) -> String {
+    match kind {
+        FaultKind::SlowVolume => "volume".into(),
+        _ => format!("kaas-{target}"),
+    }
 }
 
 /// One fault of the run, as it happened.
@@ -431,8 +447,10 @@ struct Done {
     recovered_ms: u64,
 }
 
+/// Fields drop in this order: the brokers stop before their volume is unmounted.
 struct Run {
     cluster: KubeCluster,
+    volume: SlowVolume,
     proxies: Vec<TcpProxy>,
     progress: Progress,
     lease_ms: u64,
@@ -445,8 +463,11 @@ impl Run {
             .expect("a controller holds the Lease")
     }
 
-    /// The broker `step` hits.
+    /// The broker `step` hits (-1: the volume).
     fn target(&self, step: &Step) -> i32 {
+        if step.kind == FaultKind::SlowVolume {
+            return -1;
+        }
         if step.kind.hits_controller() {
             return self.controller();
         }
@@ -459,12 +480,15 @@ impl Run {
         candidates[(step.pick % candidates.len() as u64) as usize]
     }
 
-    fn inject(&mut self, kind: FaultKind, target: i32) {
-        match kind {
+    fn inject(&mut self, step: &Step, target: i32) {
+        match step.kind {
             FaultKind::Kill9 | FaultKind::Kill9Controller => self.cluster.broker(target).kill9(),
             FaultKind::Pause | FaultKind::PauseController => self.cluster.broker(target).pause(),
             FaultKind::NotReady => self.cluster.set_endpoint(target, Endpoint::NotReady),
             FaultKind::ApiCut => self.proxies[target as usize].cut(),
+            FaultKind::SlowVolume => self
+                .volume
+                .set_fsync_delay(Duration::from_millis(step.fsync_delay_ms)),
         }
     }
 
@@ -478,6 +502,7 @@ impl Run {
             FaultKind::Pause | FaultKind::PauseController => self.cluster.broker(target).resume(),
             FaultKind::NotReady => self.cluster.set_endpoint(target, Endpoint::Ready),
             FaultKind::ApiCut => self.proxies[target as usize].restore(),
+            FaultKind::SlowVolume => self.volume.set_fsync_delay(Duration::ZERO),
         }
     }
 
@@ -596,7 +621,7 @@ fn seeded_faults_lose_no_acknowledged_write_and_no_commit_skips_a_record() {
     let server = kaas_test_support::apiserver::api_server();
     let api = SocketAddr::from(([127, 0, 0, 1], server.port));
     let proxies: Vec<TcpProxy> = (0..BROKERS).map(|_| TcpProxy::start(api)).collect();
-    let cluster = start_cluster(flags, &proxies);
+    let (cluster, volume) = start_cluster(flags, &proxies);
     let scratch = cluster.scratch.clone();
     let bootstrap = cluster.bootstrap();
     let go_binary = build_go_client(&scratch);
@@ -605,6 +630,7 @@ fn seeded_faults_lose_no_acknowledged_write_and_no_commit_skips_a_record() {
     let mut run = Run {
         progress: clients.progress(),
         cluster,
+        volume,
         proxies,
         lease_ms,
     };
@@ -642,16 +668,16 @@ fn seeded_faults_lose_no_acknowledged_write_and_no_commit_skips_a_record() {
         let step = schedule.next().expect("an endless schedule");
         let target = run.target(&step);
         let start_ms = now_ms();
+        let name = target_name(step.kind, target);
         eprintln!(
-            "[{:>7.1} s] {} on kaas-{target}",
+            "[{:>7.1} s] {step} on {name}",
             (start_ms - run_start_ms) as f64 / 1000.0,
-            step
         );
-        run.inject(step.kind, target);
+        run.inject(&step, target);
         run.hold(step.hold_ms, &mut clients);
         run.undo(step.kind, target);
         let undone_ms = now_ms();
-        let what = format!("after {} of kaas-{target}", step.kind);
+        let what = format!("after {} of {name}", step.kind);
         run.wait_for_recovery(undone_ms, &what, &mut clients);
         let recovered_ms = now_ms();
         eprintln!(
@@ -700,7 +726,7 @@ fn seeded_faults_lose_no_acknowledged_write_and_no_commit_skips_a_record() {
         .iter()
         .map(|d| Fault {
             kind: d.step.kind.name().to_string(),
-            target: format!("kaas-{}", d.target),
+            target: target_name(d.step.kind, d.target),
             start_ms: d.start_ms,
             end_ms: d.recovered_ms,
         })
@@ -716,10 +742,10 @@ fn seeded_faults_lose_no_acknowledged_write_and_no_commit_skips_a_record() {
     );
     for d in &done {
         text.push_str(&format!(
-            "  t={:>7.1} s {} kaas-{}: held {} ms, recovered {} ms after undo\n",
+            "  t={:>7.1} s {} {}: held {} ms, recovered {} ms after undo\n",
             (d.start_ms - run_start_ms) as f64 / 1000.0,
             d.step.kind,
-            d.target,
+            target_name(d.step.kind, d.target),
             d.undone_ms - d.start_ms,
             d.recovered_ms - d.undone_ms
         ));

@@ -22,16 +22,20 @@ pub enum FaultKind {
     NotReady,
     /// The API server unreachable from one broker (its proxy cut); restored afterwards.
     ApiCut,
+    /// The shared volume's fsync and fdatasync delayed, for every broker; prompt again
+    /// afterwards.
+    SlowVolume,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 7] = [
         FaultKind::Kill9,
         FaultKind::Kill9Controller,
         FaultKind::Pause,
         FaultKind::PauseController,
         FaultKind::NotReady,
         FaultKind::ApiCut,
+        FaultKind::SlowVolume,
     ];
 
     /// The name the report uses.
@@ -43,11 +47,13 @@ impl FaultKind {
             FaultKind::PauseController => "pause-controller",
             FaultKind::NotReady => "not-ready",
             FaultKind::ApiCut => "api-cut",
+            FaultKind::SlowVolume => "slow-volume",
         }
     }
 
     /// Whether the step hits the controller (the others hit a broker picked among those
-    /// that are not, except [`FaultKind::ApiCut`], which picks among all three).
+    /// that are not, except [`FaultKind::ApiCut`], which picks among all three, and
+    /// [`FaultKind::SlowVolume`], which hits the volume they share).
     pub fn hits_controller(self) -> bool {
         matches!(
             self,
@@ -72,18 +78,23 @@ pub struct Step {
     pub hold_ms: u64,
     /// How long the cluster runs undisturbed after it has recovered.
     pub quiet_ms: u64,
+    /// [`FaultKind::SlowVolume`]: how long each fsync waits (0 for the other kinds).
+    pub fsync_delay_ms: u64,
 }
 
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} (pick {}) for {} ms, then {} ms quiet",
+            "{} (pick {}) for {} ms",
             self.kind,
             self.pick % 1000,
-            self.hold_ms,
-            self.quiet_ms
-        )
+            self.hold_ms
+        )?;
+        if self.fsync_delay_ms > 0 {
+            write!(f, ", {} ms per fsync", self.fsync_delay_ms)?;
+        }
+        write!(f, ", then {} ms quiet", self.quiet_ms)
     }
 }
 
@@ -145,6 +156,7 @@ impl Schedule {
             }
             FaultKind::NotReady => rng.between(2000, 8000),
             FaultKind::ApiCut => rng.between(2000, 10_000),
+            FaultKind::SlowVolume => rng.between(2000, 8000),
         }
     }
 }
@@ -166,11 +178,17 @@ impl Iterator for Schedule {
         let pick = self.rng.next_u64();
         let hold_ms = self.hold_ms(kind);
         let quiet_ms = self.rng.between(1000, 3000);
+        // From a stall a disk can have to one longer than a controller's renew period.
+        let fsync_delay_ms = match kind {
+            FaultKind::SlowVolume => self.rng.between(300, 4000),
+            _ => 0,
+        };
         Some(Step {
             kind,
             pick,
             hold_ms,
             quiet_ms,
+            fsync_delay_ms,
         })
     }
 }
@@ -190,8 +208,8 @@ mod tests {
 
     #[test]
     fn each_round_has_every_kind_once() {
-        let steps: Vec<Step> = Schedule::new(42, 3000).take(12).collect();
-        for round in steps.chunks(6) {
+        let steps: Vec<Step> = Schedule::new(42, 3000).take(14).collect();
+        for round in steps.chunks(7) {
             let mut kinds: Vec<FaultKind> = round.iter().map(|s| s.kind).collect();
             kinds.sort();
             assert_eq!(kinds, FaultKind::ALL.to_vec());
