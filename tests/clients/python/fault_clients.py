@@ -22,8 +22,8 @@ consume: a member of group G (classic, or KIP-848 with `group.protocol=consumer`
 from the earliest offset, logs every record it receives as "POLL <ms> G M <partition>
 <offset> <value>", and after each poll commits, synchronously, the offset after the last
 record of each partition in it, logging "COMMIT <ms> G M <partition> <offset>" for each
-partition the coordinator accepted. Once STOP exists it goes on until nothing arrived for
-5 s (at most 120 s), then closes.
+partition the coordinator accepted. Once STOP exists it goes on until its polls have returned
+nothing for 10 s (at most 120 s), then closes.
 
 dump: reads every partition from offset 0 to its high watermark with a fresh consumer and
 writes "LOG <partition> <offset> <value>" for each record, "WATERMARKS <partition> <low>
@@ -40,6 +40,11 @@ import sys
 import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+
+# Once told to stop, a member stops when its polls have returned nothing for this long (a
+# rebalance can keep a member without partitions for a few seconds).
+IDLE_SECONDS = 10
 
 
 def now_ms():
@@ -148,9 +153,11 @@ def consume(args):
         now = time.time()
         if stop_seen is None and os.path.exists(args.until):
             stop_seen = now
-        if stop_seen is not None and (now - last_record > 5 or now - stop_seen > 120):
+        if stop_seen is not None and now - stop_seen > 120:
             break
         messages = consumer.consume(num_messages=500, timeout=0.5)
+        if not messages and stop_seen is not None and time.time() - last_record > IDLE_SECONDS:
+            break
         ends = {}
         for msg in messages:
             if msg.error():

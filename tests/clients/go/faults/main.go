@@ -17,8 +17,8 @@
 // consumer) reads from the earliest offset, logs each record as "POLL <ms> G M <partition>
 // <offset> <value>" and after each poll commits, synchronously, the offset after the last
 // record of each partition in it, logging "COMMIT <ms> G M <partition> <offset>" for each
-// partition the coordinator accepted. Once -consumer-until exists it goes on until nothing
-// arrived for 5 s (at most 120 s).
+// partition the coordinator accepted. Once -consumer-until exists it goes on until its polls
+// have returned nothing for 10 s (at most 120 s).
 //
 // Prints "PASS faults ..." at the end, or "FAIL <reason>" and exits 1.
 package main
@@ -69,6 +69,10 @@ func (l *eventLog) flush() {
 	l.out.Flush()
 	l.flushed = time.Now()
 }
+
+// idleLimit: once told to stop, the member stops when its polls have returned nothing for this
+// long (a rebalance can keep a member without partitions for a few seconds).
+const idleLimit = 10 * time.Second
 
 func now() int64 { return time.Now().UnixMilli() }
 
@@ -213,12 +217,15 @@ func consume(o *options) string {
 		if stopSeen.IsZero() && exists(o.consumerUntil) {
 			stopSeen = time.Now()
 		}
-		if !stopSeen.IsZero() && (time.Since(lastRecord) > 5*time.Second || time.Since(stopSeen) > 120*time.Second) {
+		if !stopSeen.IsZero() && time.Since(stopSeen) > 120*time.Second {
 			break
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		fetches := cl.PollFetches(ctx)
 		cancel()
+		if fetches.NumRecords() == 0 && !stopSeen.IsZero() && time.Since(lastRecord) > idleLimit {
+			break
+		}
 		ends := map[int32]int64{}
 		fetches.EachRecord(func(r *kgo.Record) {
 			polled++
