@@ -148,7 +148,7 @@ impl Schedule {
             // Half shorter than the Lease (the controller wakes up still holding it), half
             // longer (another broker takes the Lease over while it sleeps).
             FaultKind::PauseController => {
-                if rng.next_u64() % 2 == 0 {
+                if rng.next_u64().is_multiple_of(2) {
                     rng.between(self.lease_ms / 3, self.lease_ms * 4 / 5)
                 } else {
                     self.lease_ms + rng.between(1000, 5000)
