@@ -549,6 +549,8 @@ impl Run {
 /// target directory when the test fails).
 struct Keep {
     scratch: PathBuf,
+    /// The shared data directory: a failed run keeps its partitions' files too.
+    data_dir: PathBuf,
     wanted: Option<PathBuf>,
     seed: u64,
 }
@@ -584,6 +586,13 @@ impl Drop for Keep {
                 ))
             });
             self.copy_to(&dir);
+            let topics = self.data_dir.join(kaas_volume::TOPICS_DIR);
+            let copied = Command::new("cp")
+                .args(["-a", "--sparse=always"])
+                .arg(&topics)
+                .arg(dir.join("data-topics"))
+                .status();
+            eprintln!("the partitions' files: {copied:?}");
         } else if let Some(dir) = &self.wanted {
             self.copy_to(dir);
         }
@@ -638,6 +647,7 @@ fn seeded_faults_lose_no_acknowledged_write_and_no_commit_skips_a_record() {
     // directory.
     let _keep = Keep {
         scratch: scratch.clone(),
+        data_dir: run.cluster.data_dir.clone(),
         wanted: std::env::var_os("KAAS_FAULT_KEEP").map(PathBuf::from),
         seed,
     };

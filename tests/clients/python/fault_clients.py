@@ -83,6 +83,9 @@ def new_producer(args):
         # cluster stays unavailable for two minutes.
         "message.timeout.ms": 120000,
         "topic.metadata.refresh.interval.ms": 1000,
+        # The idempotent producer's state changes (producer id and epoch, epoch bumps, the
+        # errors that cause them) on stderr: what a duplicate is traced back to.
+        "debug": "eos",
     })
 
 
