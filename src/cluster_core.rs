@@ -1,7 +1,7 @@
 //! Starting the cluster core (`--assignment-source kube`, the default in cluster mode)
 //! beside the shards: its sources, the Kubernetes adapters, and the broker's hooks (this
-//! broker's endpoint, the assignment it applied, the follower nudge, the KafkaTopic service
-//! its topic changes go to).
+//! broker's endpoint, the assignment it applied, the partitions it found fenced, the follower
+//! nudge and epoch fence, the KafkaTopic service its topic changes go to).
 
 use std::time::Duration;
 
@@ -77,6 +77,7 @@ pub fn start(
         .with_context(|| format!("advertised port {}", config.advertised_port))?;
     let view = broker.view_source();
     let nudger = broker.assignment_nudger();
+    let fence_reports = broker.fence_reports();
     let fence = nudger.clone();
     let hooks = BrokerHooks {
         endpoint: BrokerEndpoint {
@@ -89,6 +90,13 @@ pub fn start(
                 .cluster
                 .as_ref()
                 .map(|applied| (applied.controller_epoch(), applied.assignment_version()))
+        }),
+        // Partitions a newer claim fences: the controller gives them a fresh leader epoch.
+        fenced: Box::new(move || {
+            fence_reports
+                .as_ref()
+                .map(|reports| reports.list())
+                .unwrap_or_default()
         }),
         on_assignment_changed: Box::new(move || {
             if let Some(nudger) = &nudger {

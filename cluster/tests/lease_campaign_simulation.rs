@@ -10,19 +10,33 @@
 //! listed again), watches that break or lag, writes to the Lease by someone else (which make
 //! a holder's next renewal conflict), brokers paused (also with a request in flight) and
 //! crashed and restarted, and controllers that step down (release) or refuse their epoch
-//! (take over above a higher one). A request that reaches the API server takes up to
+//! (take over above a higher one); and what each broker sees of the holder outside the Lease
+//! (`Input::Holder`): its heartbeat stream breaks soon after the holder crashes, 2 s after it
+//! pauses, and during network blips of its own while the holder is fine; the EndpointSlice
+//! shows a crashed holder not ready at once, a paused one after 1 s. So followers take the
+//! Lease over early, from dead, paused and live holders alike. A request that reaches the API server takes up to
 //! [`MAX_TRANSIT_MS`] (`KAAS_SIM_MAX_TRANSIT_MS`) to get there: longer than the renew period
 //! and than the request timeout, since safety must not depend on it (a follower dates what it
 //! read from the answer, see `kaas_cluster::lease`); an answer to a request the adapter gave
 //! up on is dropped, as the real adapter drops it.
 //!
-//! Checked at every step:
-//! - at no instant do two brokers both believe they may write: holding a term (an `Acquired`
-//!   not followed by `Lost` or a step-down) whose renew deadline is still ahead on their own
-//!   clock;
+//! Checked at every step, where a broker "may write" while it holds a term (an `Acquired` not
+//! followed by `Lost` or a step-down) whose renew deadline is still ahead on its own clock:
+//! - brokers that may write at one instant hold different epochs, and between each two of
+//!   them an acquisition took the Lease before it expired (over a version younger than the
+//!   lease duration less what clock rates take off). After an early take-over the old holder
+//!   may believe it may write until its deadline: that is allowed, and safe because of the
+//!   epochs, not timing (every broker fences files below the Lease epoch it observed, and
+//!   leader epochs of different controller epochs never meet: the controller simulation
+//!   checks that with early take-overs). Two writers with no early take-over between them
+//!   would be a bug of the expiry rule, which this still catches (as before: one writer);
+//! - a broker whose campaign saw a higher epoch (`Event::Epoch`) taken by another broker no
+//!   longer may write: an old holder stops as soon as it learns of the newer term, however
+//!   far its deadline;
 //! - epochs strictly increase: every acquisition on the API server raises the epoch, each
 //!   broker's terms rise, and a term that may write when it starts has an epoch above every
-//!   such term before it; every published epoch is one the broker acquired on the server.
+//!   such term before it (unless an early take-over superseded it before its answer
+//!   arrived); every published epoch is one the broker acquired on the server.
 //!
 //! Then the faults stop and the brokers run for 20 s more; at the end exactly one broker may
 //! write, and it is the Lease's holder at the Lease's epoch.
@@ -37,7 +51,8 @@ use std::time::Duration;
 
 use kaas_cluster::ids::ControllerEpoch;
 use kaas_cluster::lease::{
-    Action, Answer, Campaign, CampaignConfig, Event, Input, MonotonicTime, ObservedLease, Request,
+    Action, Answer, Campaign, CampaignConfig, Event, HolderSignal, Input, MonotonicTime,
+    ObservedLease, Request,
 };
 use support::{run_seeds, Rng};
 
@@ -45,6 +60,9 @@ const STEP_MS: u64 = 10;
 const FAULT_MS: u64 = 60_000;
 const QUIET_MS: u64 = 20_000;
 const LEASE_MS: u64 = 4_000;
+/// An acquisition over a version younger than this (global time) was early: a follower that
+/// waits for expiry waits `LEASE_MS` on a clock at most 2 % fast.
+const EARLY_BELOW_MS: u64 = LEASE_MS * 1000 / 1020 - 20;
 const RENEW_MS: u64 = 1_000;
 /// The longest a request takes to reach the API server, when it does, unless
 /// `KAAS_SIM_MAX_TRANSIT_MS` says otherwise.
@@ -70,6 +88,8 @@ struct StoredLease {
     holder: Option<usize>,
     epoch: u64,
     duration_ms: u64,
+    /// When the server stored this version (global time).
+    written_at: u64,
 }
 
 impl StoredLease {
@@ -122,6 +142,14 @@ struct Broker {
     /// The term it holds: epoch and renew deadline on its own clock.
     term: Option<(u64, MonotonicTime)>,
     highest_term: u64,
+    /// The highest Lease epoch its campaign published (`Event::Epoch`).
+    highest_seen_epoch: u64,
+    /// When it last crashed or paused (global time).
+    stopped_at: u64,
+    /// Its heartbeat stream to the holder is down (a blip of the network) until then.
+    blip_until: u64,
+    /// What it last fed the campaign about the holder: (holder, down since, not ready).
+    signal: Option<(usize, Option<u64>, bool)>,
 }
 
 impl Broker {
@@ -142,6 +170,10 @@ impl Broker {
             commands: VecDeque::new(),
             term: None,
             highest_term: 0,
+            highest_seen_epoch: 0,
+            stopped_at: 0,
+            blip_until: 0,
+            signal: None,
         };
         broker.campaign = Campaign::new(config(id), broker.local(rng.below(1_000)));
         broker
@@ -165,11 +197,11 @@ impl Broker {
 }
 
 fn config(id: usize) -> CampaignConfig {
-    CampaignConfig {
-        identity: identity(id),
-        lease_duration: Duration::from_millis(LEASE_MS),
-        renew_period: Duration::from_millis(RENEW_MS),
-    }
+    CampaignConfig::new(
+        &identity(id),
+        Duration::from_millis(LEASE_MS),
+        Duration::from_millis(RENEW_MS),
+    )
 }
 
 /// How often the interesting things happened (printed, so a change that stops exercising
@@ -182,6 +214,9 @@ struct Stats {
     failed_requests: u64,
     releases: u64,
     outages: u64,
+    early_take_overs: u64,
+    /// Instants at which two brokers believed they may write (after an early take-over).
+    overlapping_terms: u64,
 }
 
 struct World {
@@ -199,6 +234,8 @@ struct World {
     brokers: Vec<Broker>,
     /// The highest epoch of a term that could write when it started.
     highest_live_term: u64,
+    /// Epochs acquired over another broker's Lease before it expired.
+    early_epochs: Vec<u64>,
     stats: Stats,
 }
 
@@ -219,6 +256,7 @@ impl World {
             transit: Vec::new(),
             brokers,
             highest_live_term: 0,
+            early_epochs: Vec::new(),
             stats: Stats::default(),
         }
     }
@@ -237,6 +275,7 @@ impl World {
     fn write(&mut self, mut lease: StoredLease) -> StoredLease {
         self.next_version += 1 + self.rng.below(3);
         lease.version = self.next_version;
+        lease.written_at = self.t;
         self.lease = Some(lease.clone());
         for b in 0..self.brokers.len() {
             self.watch_deliver(b, lease.observed());
@@ -292,6 +331,13 @@ impl World {
                             before.epoch
                         ));
                     }
+                    // Over another broker's version younger than the lease duration (less
+                    // what clock rates can take off it): taken over early.
+                    let held_by_other = before.holder.is_some_and(|h| h != from);
+                    if held_by_other && self.t < before.written_at + EARLY_BELOW_MS {
+                        self.early_epochs.push(epoch);
+                        self.stats.early_take_overs += 1;
+                    }
                 }
                 self.acquisitions.push((epoch, from));
                 let written = self.write(StoredLease {
@@ -299,6 +345,7 @@ impl World {
                     holder: Some(from),
                     epoch,
                     duration_ms: LEASE_MS,
+                    written_at: 0,
                 });
                 Answer::Written(written.observed())
             }
@@ -311,6 +358,7 @@ impl World {
                     holder: Some(from),
                     epoch: held.epoch.0,
                     duration_ms: LEASE_MS,
+                    written_at: 0,
                 });
                 Answer::Written(written.observed())
             }
@@ -323,6 +371,7 @@ impl World {
                     holder: None,
                     epoch: held.epoch.0,
                     duration_ms: 1_000,
+                    written_at: 0,
                 });
                 Answer::Written(written.observed())
             }
@@ -437,13 +486,19 @@ impl World {
                 broker.highest_term = epoch.0;
                 broker.term = Some((epoch.0, renew_deadline));
                 if broker.may_write(t) {
-                    if epoch.0 <= self.highest_live_term {
+                    // A term that starts below a live one only when an early take-over
+                    // superseded it before its answer arrived.
+                    let superseded_early = self
+                        .early_epochs
+                        .iter()
+                        .any(|early| epoch.0 < *early && *early <= self.highest_live_term);
+                    if epoch.0 <= self.highest_live_term && !superseded_early {
                         return Err(format!(
                             "broker {b} may write at epoch {} after a term at {}",
                             epoch.0, self.highest_live_term
                         ));
                     }
-                    self.highest_live_term = epoch.0;
+                    self.highest_live_term = self.highest_live_term.max(epoch.0);
                 }
             }
             Event::Renewed { renew_deadline } => {
@@ -461,6 +516,8 @@ impl World {
             Event::Released { .. } => self.stats.releases += 1,
             Event::Holder(_) => {}
             Event::Epoch(epoch) => {
+                let broker = &mut self.brokers[b];
+                broker.highest_seen_epoch = broker.highest_seen_epoch.max(epoch.0);
                 let highest = self.acquisitions.iter().map(|(e, _)| *e).max();
                 if Some(epoch.0) > highest {
                     return Err(format!(
@@ -535,6 +592,7 @@ impl World {
         let down = 1_000 + self.rng.below(4_000);
         let broker = &mut self.brokers[b];
         broker.up = false;
+        broker.stopped_at = self.t;
         broker.down_until = self.t + down;
         broker.term = None;
         broker.in_flight = None;
@@ -548,8 +606,50 @@ impl World {
         broker.up = true;
         broker.incarnation += 1;
         broker.highest_term = 0;
+        broker.highest_seen_epoch = 0;
+        broker.signal = None;
         broker.campaign = Campaign::new(config(b), broker.local(self.t));
         self.relist(b);
+    }
+
+    /// What broker `b` sees of the Lease's holder: its heartbeat stream breaks some time
+    /// after the holder crashed or paused (at once for a crash, after a keep-alive timeout
+    /// for a pause), or during a network blip of its own; the EndpointSlice shows a crashed
+    /// holder not ready, a paused one after a while. Fed to the campaign when it changes.
+    fn holder_signal(&mut self, b: usize) {
+        let t = self.t;
+        let Some(h) = self
+            .lease
+            .as_ref()
+            .and_then(|l| l.holder)
+            .filter(|h| *h != b)
+        else {
+            return;
+        };
+        let holder = &self.brokers[h];
+        let detect_after = if holder.up { 2_000 } else { 50 };
+        let stopped = !holder.running(t) && t >= holder.stopped_at + detect_after;
+        let blip = t < self.brokers[b].blip_until;
+        let not_ready = !holder.up || (!holder.running(t) && t >= holder.stopped_at + 1_000);
+        let broker = &self.brokers[b];
+        let previous = broker.signal.filter(|(was, _, _)| *was == h);
+        let down_since = match (stopped || blip, previous) {
+            (false, _) => None,
+            (true, Some((_, Some(since), _))) => Some(since),
+            (true, _) => Some(t),
+        };
+        let signal = (h, down_since, not_ready);
+        if broker.signal == Some(signal) {
+            return;
+        }
+        let input = Input::Holder(HolderSignal {
+            endpoint: format!("10.0.0.{h}:9094"),
+            down_since: down_since.map(|since| broker.local(since)),
+            not_ready,
+        });
+        let broker = &mut self.brokers[b];
+        broker.signal = Some(signal);
+        broker.commands.push_back(input);
     }
 
     /// The controller on top: steps down (and releases), or refuses its epoch.
@@ -606,37 +706,85 @@ impl World {
             }
             if self.fault(1) {
                 self.brokers[b].paused_until = self.t + 500 + self.rng.below(7_500);
+                self.brokers[b].stopped_at = self.t;
                 continue;
             }
             if self.server_up() && self.fault(2) {
                 self.relist(b);
             }
+            if self.fault(1) {
+                self.brokers[b].blip_until = self.t + self.rng.below(3_000);
+            }
+            self.holder_signal(b);
             self.controller(b);
             self.run_broker(b)?;
         }
         self.check_one_writer()
     }
 
-    fn check_one_writer(&self) -> Sim<()> {
-        let writers: Vec<String> = self
-            .brokers
-            .iter()
-            .filter(|broker| broker.may_write(self.t))
-            .map(|broker| {
-                format!(
-                    "broker {} at epoch {:?} until {:?} (now {:?} on its clock)",
-                    broker.id,
-                    broker.term.map(|(epoch, _)| epoch),
-                    broker.term.map(|(_, deadline)| deadline),
-                    broker.local(self.t)
-                )
-            })
-            .collect();
+    /// Brokers that believe they may write at once must have been split by an early
+    /// take-over: their epochs differ, and between each two an acquisition took the Lease
+    /// before it expired (the older one's holder paused or cut off). Without one, two writers
+    /// is a timing bug (the expiry rule). And a broker whose campaign has seen a higher epoch
+    /// than its term's, taken by another broker, believes no longer that it may write.
+    fn check_one_writer(&mut self) -> Sim<()> {
+        let mut writers: Vec<(u64, usize)> = Vec::new();
+        for broker in &self.brokers {
+            let Some((epoch, _)) = broker.term.filter(|_| broker.may_write(self.t)) else {
+                continue;
+            };
+            // (A higher epoch of its own is an acquisition whose answer it never got: its
+            // next renewal conflicts.)
+            let seen = broker.highest_seen_epoch;
+            if seen > epoch
+                && self
+                    .acquisitions
+                    .iter()
+                    .any(|&(e, by)| e == seen && by != broker.id)
+            {
+                return Err(format!(
+                    "broker {} may write at epoch {epoch} after seeing epoch {}",
+                    broker.id, broker.highest_seen_epoch
+                ));
+            }
+            writers.push((epoch, broker.id));
+        }
+        writers.sort_unstable();
+        let describe = || {
+            let writers: Vec<String> = writers
+                .iter()
+                .map(|(epoch, b)| {
+                    let broker = &self.brokers[*b];
+                    format!(
+                        "broker {b} at epoch {epoch} until {:?} (now {:?} on its clock)",
+                        broker.term.map(|(_, deadline)| deadline),
+                        broker.local(self.t)
+                    )
+                })
+                .collect();
+            format!("{writers:?}; the Lease is {:?}", self.lease)
+        };
+        for pair in writers.windows(2) {
+            let ((older, _), (newer, _)) = (pair[0], pair[1]);
+            if older == newer {
+                return Err(format!(
+                    "two brokers may write at one epoch: {}",
+                    describe()
+                ));
+            }
+            if !self
+                .early_epochs
+                .iter()
+                .any(|early| older < *early && *early <= newer)
+            {
+                return Err(format!(
+                    "two brokers may write with no early take-over between them: {}",
+                    describe()
+                ));
+            }
+        }
         if writers.len() > 1 {
-            return Err(format!(
-                "two brokers may write: {writers:?}; the Lease is {:?}",
-                self.lease
-            ));
+            self.stats.overlapping_terms += 1;
         }
         Ok(())
     }
@@ -710,6 +858,8 @@ fn at_most_one_broker_may_write_epochs_rise_and_a_leader_emerges_after_faults() 
         total.failed_requests += stats.failed_requests;
         total.releases += stats.releases;
         total.outages += stats.outages;
+        total.early_take_overs += stats.early_take_overs;
+        total.overlapping_terms += stats.overlapping_terms;
     });
     eprintln!("{total:?}");
 }

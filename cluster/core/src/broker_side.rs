@@ -7,15 +7,20 @@
 //! even before the new controller's first file arrives.
 //!
 //! The core does not depend on the broker's crates: the broker hands it [`BrokerHooks`]
-//! (closures), and the core polls `applied` a few times a second (a ping goes out every
-//! second, so that is soon enough).
+//! (closures), and the core polls `applied` and `fenced` a few times a second (a ping goes
+//! out every second, so that is soon enough) and carries what changed into the pings: the
+//! controller gives a partition its leader reports fenced a leader epoch above the claim.
 
 use kaas_cluster::assignment::BrokerEndpoint;
-use kaas_cluster::ids::{AssignmentVersion, ControllerEpoch};
+use kaas_cluster::ids::{AssignmentVersion, ControllerEpoch, LeaderEpoch, TopicPartition};
 use kaas_cluster_heartbeat::{ClientOptions, ControllerEndpoint, HeartbeatClient};
 
 /// The newest assignment the broker has applied, if any.
 pub type AppliedFn = dyn Fn() -> Option<(ControllerEpoch, AssignmentVersion)> + Send;
+
+/// The partitions the broker was given and found fenced, each with the leader epoch of the
+/// claim above its own (at least).
+pub type FencedFn = dyn Fn() -> Vec<(TopicPartition, LeaderEpoch)> + Send;
 
 /// What the broker gives the cluster core.
 pub struct BrokerHooks {
@@ -24,6 +29,10 @@ pub struct BrokerHooks {
     /// The controller epoch and version of the newest assignment it has applied (from the
     /// follower's accepted assignments).
     pub applied: Box<AppliedFn>,
+    /// The partitions it was given and could not claim, or gave up at a flush, because the
+    /// storage fence holds a newer claim (from its takeover driver), with the claim's leader
+    /// epoch; the pings carry them.
+    pub fenced: Box<FencedFn>,
     /// Called on the controller's `ASSIGNMENT_CHANGED`; must not block (the broker nudges
     /// its `FileFollower`, which only wakes its thread).
     pub on_assignment_changed: Box<dyn Fn() + Send + Sync>,
@@ -40,8 +49,10 @@ pub struct BrokerHooks {
 pub(crate) struct BrokerSide {
     client: HeartbeatClient,
     applied: Box<AppliedFn>,
+    fenced: Box<FencedFn>,
     observe_epoch: std::sync::Arc<dyn Fn(ControllerEpoch) + Send + Sync>,
     reported: Option<(ControllerEpoch, AssignmentVersion)>,
+    reported_fenced: Vec<(TopicPartition, LeaderEpoch)>,
 }
 
 impl BrokerSide {
@@ -50,6 +61,7 @@ impl BrokerSide {
         let BrokerHooks {
             endpoint,
             applied,
+            fenced,
             on_assignment_changed,
             observe_epoch,
             tasks,
@@ -72,8 +84,10 @@ impl BrokerSide {
         let mut side = BrokerSide {
             client,
             applied,
+            fenced,
             observe_epoch,
             reported: None,
+            reported_fenced: Vec::new(),
         };
         side.refresh_applied();
         side
@@ -89,7 +103,7 @@ impl BrokerSide {
         (self.observe_epoch)(epoch);
     }
 
-    /// Carries a newly applied assignment into the next pings.
+    /// Carries a newly applied assignment, and the fenced partitions, into the next pings.
     pub(crate) fn refresh_applied(&mut self) {
         let applied = (self.applied)();
         if applied != self.reported {
@@ -97,6 +111,17 @@ impl BrokerSide {
                 self.client.set_applied(epoch, version);
             }
             self.reported = applied;
+        }
+        let fenced = (self.fenced)();
+        if fenced != self.reported_fenced {
+            if !fenced.is_empty() {
+                tracing::info!(
+                    fenced = fenced.len(),
+                    "reporting fenced partitions to the controller"
+                );
+            }
+            self.client.set_fenced(fenced.clone());
+            self.reported_fenced = fenced;
         }
     }
 

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use kaas_cluster::assignment::{Assignment, BrokerEndpoint};
 use kaas_cluster::ids::TopicId;
-use kaas_cluster::ids::{AssignmentVersion, BrokerId, ControllerEpoch, TopicName};
+use kaas_cluster::ids::{
+    AssignmentVersion, BrokerId, ControllerEpoch, LeaderEpoch, TopicName, TopicPartition,
+};
 use kaas_cluster::view::TopicInfo;
 use kaas_cluster_core::{
     BoxFuture, BrokerHooks, ClusterCore, CoreOptions, EndpointSource, LeaseEvent, LeaseSource,
@@ -119,6 +121,8 @@ struct Harness {
     accepted: std_mpsc::Receiver<Arc<Assignment>>,
     /// The epochs the core told the broker of (`BrokerHooks::observe_epoch`).
     observed_epochs: Arc<Mutex<Vec<ControllerEpoch>>>,
+    /// What the broker reports fenced (`BrokerHooks::fenced`).
+    fenced: Arc<Mutex<Vec<(TopicPartition, LeaderEpoch)>>>,
     _follower: FileFollower,
     others: tokio::runtime::Runtime,
 }
@@ -163,6 +167,8 @@ impl Harness {
         let fence = follower.nudger();
         let observed_epochs = Arc::new(Mutex::new(Vec::new()));
         let observed = observed_epochs.clone();
+        let fenced = Arc::new(Mutex::new(Vec::new()));
+        let fenced_now = fenced.clone();
         let mut options = CoreOptions::new(
             &cluster,
             "127.0.0.1:0".parse().expect("address"),
@@ -183,6 +189,7 @@ impl Harness {
             BrokerHooks {
                 endpoint: endpoint(0),
                 applied: Box::new(move || *applied.lock().expect("applied")),
+                fenced: Box::new(move || fenced_now.lock().expect("fenced").clone()),
                 on_assignment_changed: Box::new(move || nudger.nudge()),
                 observe_epoch: Box::new(move |epoch| {
                     fence.observe_epoch(epoch);
@@ -208,6 +215,7 @@ impl Harness {
             core: Some(core),
             accepted,
             observed_epochs,
+            fenced,
             _follower: follower,
             others,
         }
@@ -509,6 +517,29 @@ fn shutting_down_without_the_lease_releases_nothing() {
     harness.shutdown();
     assert!(harness.log.lock().expect("log").released.is_empty());
     assert!(!harness.cluster.join(ASSIGNMENT_FILE).exists());
+}
+
+#[test]
+fn a_partition_the_broker_reports_fenced_gets_an_epoch_above_the_claim() {
+    let mut harness = Harness::start();
+    harness.topics(&[("orders", 2)]);
+    harness.ready(&[0]);
+    harness.win(1, far());
+    let first = harness.accept_until("led by broker 0", |a| led_by(a) == BTreeSet::from([0]));
+    let orders_0 = TopicPartition::new(TopicName::new("orders").expect("name"), 0);
+    let (_, epoch) = leaders(&first)[&("orders".to_string(), 0)];
+    // Its open found a claim 5 above the epoch it was given (a deposed controller's file).
+    let claim = LeaderEpoch(epoch + 5);
+    *harness.fenced.lock().expect("fenced") = vec![(orders_0, claim)];
+    let repaired = harness.accept_until("orders-0 above the claim", |a| {
+        leaders(a)[&("orders".to_string(), 0)].1 > claim.0
+    });
+    assert_eq!(
+        leaders(&repaired)[&("orders".to_string(), 1)],
+        leaders(&first)[&("orders".to_string(), 1)],
+        "the other partition keeps its epoch"
+    );
+    harness.shutdown();
 }
 
 #[test]

@@ -16,9 +16,24 @@ pub struct CampaignConfig {
     pub lease_duration: Duration,
     /// How often the Lease is read, and renewed while held (`--lease-renew-period-ms`).
     pub renew_period: Duration,
+    /// How long this broker's heartbeat stream to the holder must stay down, while the
+    /// EndpointSlice still calls the holder ready, before the holder counts as dead and the
+    /// Lease is taken over before it expires ([`Input::Holder`]).
+    pub holder_silence: Duration,
 }
 
 impl CampaignConfig {
+    /// The configuration of `identity` with the given timing, and a holder silence of a
+    /// quarter renew period (500 ms with the default 2 s), at most 1 s.
+    pub fn new(identity: &str, lease_duration: Duration, renew_period: Duration) -> Self {
+        CampaignConfig {
+            identity: identity.to_owned(),
+            lease_duration,
+            renew_period,
+            holder_silence: (renew_period / 4).min(Duration::from_secs(1)),
+        }
+    }
+
     /// The renew deadline of a write sent at `sent`.
     pub fn deadline_after(&self, sent: MonotonicTime) -> MonotonicTime {
         sent.plus(self.lease_duration.saturating_sub(self.renew_period))
@@ -45,6 +60,23 @@ pub enum Input<B> {
     TakeOverAbove(ControllerEpoch),
     /// Release the Lease held at this epoch now (shut-down or stepping down).
     Release(ControllerEpoch),
+    /// What this broker sees of the holder outside the Lease (fed when it changes).
+    Holder(HolderSignal),
+}
+
+/// What a broker sees of the Lease's holder outside the Lease: its heartbeat stream to the
+/// holder and the EndpointSlice. A holder whose stream is down and that is not ready (or
+/// whose stream stayed down for [`CampaignConfig::holder_silence`]) counts as dead, and a
+/// follower takes the Lease over at once, before it expires (see the [module doc](super)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HolderSignal {
+    /// The heartbeat endpoint this is about (`host:port`, as the Lease names the holder's).
+    pub endpoint: String,
+    /// Since when this broker's heartbeat stream to it has been down (broken, refused, or
+    /// not open yet), on the campaign's clock; `None` while it is open.
+    pub down_since: Option<MonotonicTime>,
+    /// Whether the EndpointSlice shows the holder not ready (or not at all).
+    pub not_ready: bool,
 }
 
 /// How a request ended.
@@ -180,6 +212,10 @@ pub struct Campaign<B> {
     in_flight: Option<InFlight>,
     /// Commands that arrived while a request was in flight.
     waiting: VecDeque<Command>,
+    /// What this broker last saw of the holder outside the Lease.
+    holder_signal: Option<HolderSignal>,
+    /// The version whose holder-dead wake-up already ran a round (one per version).
+    suspected_for: Option<String>,
 }
 
 impl<B: Clone> Campaign<B> {
@@ -194,6 +230,8 @@ impl<B: Clone> Campaign<B> {
             next_round: now,
             in_flight: None,
             waiting: VecDeque::new(),
+            holder_signal: None,
+            suspected_for: None,
         }
     }
 
@@ -220,7 +258,8 @@ impl<B: Clone> Campaign<B> {
             return None;
         }
         let round = self.next_round;
-        Some(self.free_wake().map_or(round, |(at, _)| at.min(round)))
+        let wake = self.free_wake().map_or(round, |(at, _)| at.min(round));
+        Some(self.suspect_wake().map_or(wake, |(at, _)| at.min(wake)))
     }
 
     /// Time passed: starts a round when one is due (the version seen became free, or the
@@ -235,6 +274,13 @@ impl<B: Clone> Campaign<B> {
         if let Some((at, version)) = self.free_wake() {
             if at <= now {
                 self.woken_for = Some(version);
+                self.round(now, &mut actions);
+                return actions;
+            }
+        }
+        if let Some((at, version)) = self.suspect_wake() {
+            if at <= now {
+                self.suspected_for = Some(version);
                 self.round(now, &mut actions);
                 return actions;
             }
@@ -257,8 +303,18 @@ impl<B: Clone> Campaign<B> {
         match input {
             Input::Watched(lease) => {
                 self.observe(&lease, now, &mut actions);
+                // A newer term held by another broker: this one's is over, whatever its
+                // deadline says (taken over early, while it was paused or cut off).
+                let superseded = matches!(&self.role, Role::Leading { held }
+                    if lease.epoch > held.epoch
+                        && lease.holder.as_deref() != Some(self.config.identity.as_str()));
+                if superseded && self.in_flight.is_none() {
+                    self.role = Role::Following;
+                    actions.push(Action::Publish(Event::Lost));
+                }
                 actions.push(Action::Publish(Event::Holder(lease.holder_endpoint())));
             }
+            Input::Holder(signal) => self.holder_signal = Some(signal),
             Input::WatchedDeleted => actions.push(Action::Publish(Event::Holder(None))),
             Input::Answer(answer) => {
                 if let Some(in_flight) = self.in_flight.take() {
@@ -323,6 +379,43 @@ impl<B: Clone> Campaign<B> {
             return None;
         }
         let at = sighting.free_at(&self.config.identity);
+        let at = self.quiet_until.map_or(at, |quiet| at.max(quiet));
+        Some((at, sighting.resource_version.clone()))
+    }
+
+    /// Since when the holder of the version last seen counts as dead: this broker's stream to
+    /// its heartbeat endpoint is down, and it is not ready (at once) or the stream stayed down
+    /// for the holder silence. `None` while it does not (or this broker leads, or holds it by
+    /// name, or nobody does).
+    fn holder_dead_since(&self) -> Option<MonotonicTime> {
+        if self.is_leading() {
+            return None;
+        }
+        let sighting = self.sighting.as_ref()?;
+        let holder = sighting.holder.as_deref()?;
+        if holder == self.config.identity {
+            return None;
+        }
+        let signal = self.holder_signal.as_ref()?;
+        if sighting.heartbeat_endpoint.as_deref() != Some(signal.endpoint.as_str()) {
+            return None;
+        }
+        let down = signal.down_since?;
+        Some(if signal.not_ready {
+            down
+        } else {
+            down.plus(self.config.holder_silence)
+        })
+    }
+
+    /// When a follower should read the Lease to take it over from a dead holder, once per
+    /// version (not before a release's quiet time ends); with the version it is for.
+    fn suspect_wake(&self) -> Option<(MonotonicTime, String)> {
+        let at = self.holder_dead_since()?;
+        let sighting = self.sighting.as_ref()?;
+        if self.suspected_for.as_ref() == Some(&sighting.resource_version) {
+            return None;
+        }
         let at = self.quiet_until.map_or(at, |quiet| at.max(quiet));
         Some((at, sighting.resource_version.clone()))
     }
@@ -458,9 +551,10 @@ impl<B: Clone> Campaign<B> {
             return;
         }
         self.quiet_until = None;
+        let holder_dead = self.holder_dead_since().is_some_and(|since| since <= now);
         if current
             .as_ref()
-            .is_none_or(|lease| self.is_free(lease, now))
+            .is_none_or(|lease| self.is_free(lease, now) || holder_dead)
         {
             self.acquire(now, current, ControllerEpoch(0), actions);
         }
@@ -508,6 +602,7 @@ impl<B: Clone> Campaign<B> {
                 since: at,
                 holder: lease.holder.clone(),
                 duration: self.config.lease_duration.max(lease.duration),
+                heartbeat_endpoint: lease.heartbeat_endpoint.clone(),
             });
         }
     }

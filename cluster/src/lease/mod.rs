@@ -42,7 +42,8 @@
 //! A failed request (an error, or no answer within [`CampaignConfig::request_timeout`]) is
 //! tried again at the next renew period; a holder keeps its term until its deadline (the
 //! controller stops writing then by itself) and writes again if a later renewal goes
-//! through. A write that loses its compare-and-swap is [`Event::Lost`] for a holder.
+//! through. A write that loses its compare-and-swap is [`Event::Lost`] for a holder, and so
+//! is a watched version of a higher epoch held by another broker.
 //!
 //! [`Input::TakeOverAbove`] re-acquires the held Lease with `leaseTransitions` above a given
 //! epoch; [`Input::Release`] releases it at once (holder cleared, transitions re-sent) and
@@ -50,14 +51,37 @@
 //! without waiting for expiry.
 //!
 //! One request is in flight at a time: [`Campaign::tick`] starts nothing while one is, and a
-//! command that arrives meanwhile waits for its answer. A later rule that lets a broker take
-//! the Lease over before it expires (its holder known dead) fits as one more input that makes
-//! the current [`Sighting`] free at once.
+//! command that arrives meanwhile waits for its answer.
+//!
+//! # Taking the Lease over before it expires
+//!
+//! A controller that dies would otherwise cost a lease duration. The adapter feeds what the
+//! broker sees of the holder outside the Lease ([`Input::Holder`]): since when its heartbeat
+//! stream to the holder's endpoint has been down, and whether the EndpointSlice calls the
+//! holder not ready. A holder whose stream is down counts as dead at once when it is not
+//! ready, else once the stream stayed down for [`CampaignConfig::holder_silence`]. A follower
+//! then reads the Lease (once per version) and, if the version read is still that holder's,
+//! acquires it by compare-and-swap on that `resourceVersion` at `leaseTransitions + 1`,
+//! naming the holder as the one taken over from. Brokers that suspect together race on the
+//! same version: the API server lets exactly one compare-and-swap through, and the others
+//! get a conflict, learn the winner and follow it.
+//!
+//! The holder may be alive (paused, or cut off from this broker only), and then believes it
+//! may write until its renew deadline: two brokers may believe so at once. Safety then rests
+//! on epochs alone, never on timing: the new holder's epoch is above the old one's; every
+//! broker's follower raises its epoch fence to the Lease's epoch as soon as its own campaign
+//! observes it (`Event::Epoch`; the watch delivers it within milliseconds), so a file the old
+//! holder renames afterwards is refused; a broker that had not observed it yet may apply at
+//! most that file, whose leader epochs come from the old controller epoch's own range
+//! (`crate::balancer`), below every epoch of the new one, so the new controller's leaders win
+//! every claim; and the old holder stops at once when it learns of the newer term: from a
+//! watched version of a higher epoch held by another broker ([`Event::Lost`] without waiting
+//! for its renewal to conflict), or from its next renewal's conflict.
 
 mod campaign;
 mod observed;
 #[cfg(test)]
 mod tests;
 
-pub use campaign::{Action, Answer, Campaign, CampaignConfig, Event, Input, Request};
+pub use campaign::{Action, Answer, Campaign, CampaignConfig, Event, HolderSignal, Input, Request};
 pub use observed::{MonotonicTime, ObservedLease, Sighting};

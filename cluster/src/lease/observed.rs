@@ -64,6 +64,8 @@ pub struct Sighting {
     /// How long it must go unchanged to expire: the larger of this broker's lease duration
     /// and the Lease's own.
     pub duration: Duration,
+    /// Its holder's heartbeat endpoint, as written (`None` when free or not published).
+    pub heartbeat_endpoint: Option<String>,
 }
 
 impl Sighting {

@@ -4,11 +4,7 @@ use super::*;
 use crate::ids::ControllerEpoch;
 
 fn config(identity: &str) -> CampaignConfig {
-    CampaignConfig {
-        identity: identity.to_owned(),
-        lease_duration: Duration::from_secs(15),
-        renew_period: Duration::from_secs(2),
-    }
+    CampaignConfig::new(identity, Duration::from_secs(15), Duration::from_secs(2))
 }
 
 fn at(ms: u64) -> MonotonicTime {
@@ -85,11 +81,16 @@ fn the_deadline_leaves_one_renew_period_before_others_may_take_over() {
     let sent = at(1_000);
     assert_eq!(config.deadline_after(sent), at(14_000));
     assert_eq!(config.request_timeout(), Duration::from_millis(7_500));
-    let short = CampaignConfig {
-        identity: "kaas-0".into(),
-        lease_duration: Duration::from_millis(1_000),
-        renew_period: Duration::from_millis(250),
-    };
+    let short = CampaignConfig::new(
+        "kaas-0",
+        Duration::from_millis(1_000),
+        Duration::from_millis(250),
+    );
+    assert_eq!(
+        short.holder_silence,
+        Duration::from_millis(62) + Duration::from_micros(500)
+    );
+    assert_eq!(config.holder_silence, Duration::from_millis(500));
     assert_eq!(short.deadline_after(sent), at(1_750));
     assert_eq!(short.request_timeout(), Duration::from_secs(1));
 }
@@ -102,6 +103,7 @@ fn a_version_held_by_another_is_free_one_duration_after_it_was_first_seen() {
         since: seen,
         holder: holder.map(str::to_owned),
         duration: Duration::from_secs(15),
+        heartbeat_endpoint: None,
     };
     assert_eq!(sighting(Some("kaas-0")).free_at("kaas-1"), at(20_000));
     // Free, or this pod's own from an earlier run: at once.
@@ -415,4 +417,125 @@ fn every_observed_version_publishes_its_epoch() {
     );
     assert_eq!(epochs(&lost), [4]);
     assert_eq!(events(&lost)[0], Event::Lost);
+}
+
+fn down(endpoint: &str, since: u64, not_ready: bool) -> Input<()> {
+    Input::Holder(HolderSignal {
+        endpoint: endpoint.to_owned(),
+        down_since: Some(at(since)),
+        not_ready,
+    })
+}
+
+/// A follower of `kaas-1` that read version 3 held by `kaas-0` (epoch 4) at 10 ms.
+fn follower_of_kaas_0() -> Campaign<()> {
+    let mut campaign = Campaign::new(config("kaas-1"), at(0));
+    campaign.tick(at(0));
+    campaign.step(
+        at(10),
+        Input::Answer(Answer::Read(Some(lease("3", Some("kaas-0"), 4)))),
+    );
+    campaign
+}
+
+#[test]
+fn a_holder_whose_stream_broke_and_that_is_not_ready_is_taken_over_at_once() {
+    let mut campaign = follower_of_kaas_0();
+    campaign.step(at(1_000), down("kaas-0.kaas:9094", 900, true));
+    assert_eq!(
+        campaign.next_wake(),
+        Some(at(900)),
+        "due since the stream broke"
+    );
+    assert_eq!(requests(&campaign.tick(at(1_000))), [Request::Read]);
+    let actions = campaign.step(
+        at(1_010),
+        Input::Answer(Answer::Read(Some(lease("3", Some("kaas-0"), 4)))),
+    );
+    // Compare-and-swap on the version read, long before it expires (15 s).
+    assert_eq!(
+        requests(&actions),
+        [Request::Acquire {
+            base: Some(lease("3", Some("kaas-0"), 4)),
+            floor: ControllerEpoch(0)
+        }]
+    );
+    let actions = campaign.step(
+        at(1_030),
+        Input::Answer(Answer::Written(lease("4", Some("kaas-1"), 5))),
+    );
+    assert_eq!(
+        events(&actions)[0],
+        Event::Acquired {
+            epoch: ControllerEpoch(5),
+            renew_deadline: at(1_010 + 13_000),
+            expired_holder: Some("kaas-0".into()),
+        }
+    );
+}
+
+#[test]
+fn a_ready_holder_is_taken_over_only_after_its_stream_stayed_down_for_the_silence() {
+    let mut campaign = follower_of_kaas_0();
+    campaign.step(at(1_000), down("kaas-0.kaas:9094", 1_000, false));
+    assert_eq!(campaign.next_wake(), Some(at(1_500)));
+    // The stream comes back first: nothing to do but the renew-period round.
+    campaign.step(
+        at(1_200),
+        Input::Holder(HolderSignal {
+            endpoint: "kaas-0.kaas:9094".into(),
+            down_since: None,
+            not_ready: false,
+        }),
+    );
+    assert_eq!(campaign.next_wake(), Some(at(2_000)));
+    campaign.step(at(1_300), down("kaas-0.kaas:9094", 1_300, false));
+    assert_eq!(requests(&campaign.tick(at(1_800))), [Request::Read]);
+    let actions = campaign.step(
+        at(1_810),
+        Input::Answer(Answer::Read(Some(lease("3", Some("kaas-0"), 4)))),
+    );
+    assert_eq!(requests(&actions).len(), 1, "acquires: {actions:?}");
+}
+
+#[test]
+fn a_signal_about_another_endpoint_or_a_lost_race_changes_nothing() {
+    // A stream to an old holder's endpoint says nothing about the current holder.
+    let mut campaign = follower_of_kaas_0();
+    campaign.step(at(1_000), down("kaas-2.kaas:9094", 0, true));
+    assert_eq!(campaign.next_wake(), Some(at(2_000)));
+    // Two brokers race: the loser's compare-and-swap conflicts, and it follows the winner.
+    let mut campaign = follower_of_kaas_0();
+    campaign.step(at(1_000), down("kaas-0.kaas:9094", 1_000, true));
+    campaign.tick(at(1_000));
+    campaign.step(
+        at(1_010),
+        Input::Answer(Answer::Read(Some(lease("3", Some("kaas-0"), 4)))),
+    );
+    let actions = campaign.step(
+        at(1_020),
+        Input::Answer(Answer::Conflict(Some(lease("4", Some("kaas-2"), 5)))),
+    );
+    assert_eq!(
+        events(&actions),
+        [Event::Holder(Some("kaas-2.kaas:9094".into()))]
+    );
+    assert!(!campaign.is_leading());
+    // The new holder's stream is up: no take-over wake, only the renew-period round.
+    assert_eq!(campaign.next_wake(), Some(at(2_000)));
+}
+
+#[test]
+fn a_leader_that_watches_a_newer_term_of_another_broker_stops_at_once() {
+    let mut campaign = leader("kaas-0", "5", 3);
+    // A version of its own term (a foreign write) changes nothing.
+    let actions = campaign.step(at(100), Input::Watched(lease("6", Some("kaas-0"), 3)));
+    assert!(!events(&actions).contains(&Event::Lost));
+    // Taken over early while it was paused: its deadline is 13 s away, its term is over.
+    let actions = campaign.step(at(200), Input::Watched(lease("7", Some("kaas-2"), 4)));
+    assert_eq!(
+        events(&actions),
+        [Event::Lost, Event::Holder(Some("kaas-2.kaas:9094".into()))]
+    );
+    assert!(!campaign.is_leading());
 }

@@ -105,6 +105,8 @@ pub struct Broker {
     follower: Option<FileFollower>,
     /// Where shard 0 sends topic changes (cluster mode only).
     topic_changes: Option<Arc<TopicChangeLink>>,
+    /// The partitions shard 0 found fenced (cluster mode only).
+    fence_reports: Option<crate::shard::fence_reports::FenceReports>,
 }
 
 /// What shard 0 needs to follow the cluster's assignments.
@@ -113,6 +115,7 @@ struct ClusterStart {
     broker: BrokerId,
     assignments: futures_channel::mpsc::UnboundedReceiver<Arc<Assignment>>,
     topic_changes: Arc<TopicChangeLink>,
+    fence_reports: crate::shard::fence_reports::FenceReports,
 }
 
 /// Where cluster files live: `<data>/__cluster`.
@@ -164,6 +167,7 @@ impl Broker {
                     broker: BrokerId(cluster.broker_id),
                     assignments,
                     topic_changes: Arc::new(TopicChangeLink::new()),
+                    fence_reports: Default::default(),
                 };
                 (topics, Some(start), Some(follower))
             }
@@ -174,6 +178,7 @@ impl Broker {
         let router = Arc::new(router);
         let (ready_sender, ready) = async_channel::unbounded();
         let topic_changes = cluster_start.as_ref().map(|c| c.topic_changes.clone());
+        let fence_reports = cluster_start.as_ref().map(|c| c.fence_reports.clone());
         let mut broker = Broker {
             shutdown: Vec::new(),
             ready,
@@ -183,6 +188,7 @@ impl Broker {
             _data_dir_lock: data_dir_lock,
             follower,
             topic_changes,
+            fence_reports,
         };
         for (index, inbox) in inboxes.into_iter().enumerate() {
             let (stop_sender, stop) = async_channel::bounded(1);
@@ -244,6 +250,12 @@ impl Broker {
     /// controller's `ASSIGNMENT_CHANGED` push calls it.
     pub fn assignment_nudger(&self) -> Option<kaas_cluster_file::FollowerNudger> {
         self.follower.as_ref().map(FileFollower::nudger)
+    }
+
+    /// The partitions this broker was given and found fenced by a newer claim, with the
+    /// claim's leader epoch (cluster mode only): what its heartbeat reports to the controller.
+    pub fn fence_reports(&self) -> Option<crate::shard::fence_reports::FenceReports> {
+        self.fence_reports.clone()
     }
 
     /// The receiving end of this broker's topic changes (cluster mode only, and only the
@@ -410,6 +422,7 @@ async fn run_shard(start: ShardStart) {
             cluster.cluster_id,
             cluster.broker,
             cluster.assignments,
+            cluster.fence_reports,
         ))
         .detach();
     }

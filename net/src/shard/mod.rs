@@ -5,6 +5,7 @@
 
 pub mod append_turns;
 pub mod config;
+pub mod fence_reports;
 pub mod metrics;
 pub mod partition_error;
 pub mod producer_expiration;

@@ -23,7 +23,9 @@
 //!    it. A broker that stops within the delay leaves it to the others.
 //!
 //! A command that fails (an open whose recovery fails) is logged and left out of the open
-//! state, so the next accepted assignment's plan tries it again.
+//! state, so the next accepted assignment's plan tries it again. An open refused by a newer
+//! claim is reported fenced, with the claim, for the heartbeat ([`FenceReports`]); a
+//! successful open, or an assignment that gives the partition elsewhere, clears the report.
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -40,16 +42,23 @@ use kaas_cluster::view::ClusterView as AssignmentView;
 use kaas_engine::{topic_incarnation, LogConfig};
 
 use crate::model::cluster_view::ClusterView;
+use crate::shard::fence_reports::{claim_leader_epoch, FenceReports};
+use crate::shard::partition_error::PartitionError;
 use crate::shard::shard_commands::forget_fenced;
 use crate::shard::Shard;
 
-/// Follows `assignments` until the channel closes (the broker stops).
+/// Follows `assignments` until the channel closes (the broker stops), reporting the
+/// partitions it is fenced from to `fence_reports`.
 pub async fn follow_assignments(
     shard: Rc<Shard>,
     cluster_id: String,
     broker: BrokerId,
     mut assignments: UnboundedReceiver<Arc<Assignment>>,
+    fence_reports: FenceReports,
 ) {
+    if let Some(zero) = crate::shard::shard_zero::on_this_shard() {
+        zero.report_fences_to(fence_reports);
+    }
     let mut follower = AssignmentFollower::new(broker);
     while let Some(assignment) = assignments.next().await {
         let view = Arc::new(AssignmentView::new(
@@ -112,6 +121,7 @@ impl AssignmentFollower {
             push_changed_configs(shard, previous, &view, &published).await;
         }
         shard.view.publish(published);
+        forget_fence_reports_moved_away(&view);
         let open = &mut self.open;
         // Partitions the storage fence closed since the last plan are not open any more.
         if let Some(zero) = crate::shard::shard_zero::on_this_shard() {
@@ -228,7 +238,14 @@ async fn run_phase(
                         let owner = owner.clone();
                         async move {
                             let result = owner.run_command(command.clone()).await;
-                            (command, result.map_err(|e| e.to_string()))
+                            let fenced_by = match &result {
+                                Err(PartitionError::Engine(kaas_engine::EngineError::Fenced {
+                                    by_epoch,
+                                    ..
+                                })) => Some(*by_epoch),
+                                _ => None,
+                            };
+                            (command, result.map_err(|e| e.to_string()), fenced_by)
                         }
                     })
                     .buffer_unordered(COMMANDS_IN_FLIGHT)
@@ -240,7 +257,8 @@ async fn run_phase(
         (target, done)
     });
     for (target, done) in futures_util::future::join_all(calls).await {
-        for (command, result) in done {
+        for (command, result, fenced_by) in done {
+            report_fence(&command, result.is_ok(), fenced_by);
             // A close leaves the partition closed even when its final flush failed.
             let closed = matches!(command, ShardCommand::ClosePartition { .. });
             if let Err(error) = &result {
@@ -256,6 +274,35 @@ async fn run_phase(
                 }
             }
         }
+    }
+}
+
+/// Updates the fence reports with how an open went: fenced by a claim at fence epoch
+/// `fenced_by`, or opened (no claim above it).
+fn report_fence(command: &ShardCommand, opened: bool, fenced_by: Option<u32>) {
+    let ShardCommand::OpenPartition { partition, .. } = command else {
+        return;
+    };
+    let Some(zero) = crate::shard::shard_zero::on_this_shard() else {
+        return;
+    };
+    match (opened, fenced_by) {
+        (true, _) => zero.fence_reports().clear(partition),
+        (false, Some(by_epoch)) => {
+            tracing::warn!(%partition, by_epoch, "a newer claim fences the partition: reporting it to the controller");
+            zero.fence_reports()
+                .record(partition.clone(), claim_leader_epoch(by_epoch));
+        }
+        (false, None) => {}
+    }
+}
+
+/// Drops the fence reports of partitions `view` does not give this broker: the controller
+/// acts only on its chosen leader's reports.
+fn forget_fence_reports_moved_away(view: &AssignmentView) {
+    if let Some(zero) = crate::shard::shard_zero::on_this_shard() {
+        zero.fence_reports()
+            .retain(|partition| view.leads(partition));
     }
 }
 

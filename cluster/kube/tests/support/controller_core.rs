@@ -42,6 +42,7 @@ pub fn start_core(
             port: 19_092 + u16::try_from(id).expect("small id"),
         },
         applied: Box::new(|| None),
+        fenced: Box::new(Vec::new),
         on_assignment_changed: Box::new(|| {}),
         observe_epoch: Box::new(|_| {}),
         tasks: Vec::new(),
