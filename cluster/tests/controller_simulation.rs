@@ -6,9 +6,14 @@
 //!
 //! Faults during the first minute: processes paused and resumed (also between the check of
 //! the renew deadline and the rename of a file, which is how a deposed controller writes one
-//! more assignment at its old epoch), crashes and restarts, the Lease stolen, heartbeats
+//! more assignment at its old epoch), crashes and restarts, the Lease stolen (also taken over
+//! early from a paused or crashed holder, as a broker whose stream to it broke does, while
+//! the paused holder still believes it may write until its deadline), heartbeats
 //! lost, late and duplicated, torn and stale reads of `assignment.json`, clocks that run at
 //! different rates and offsets, topics created, grown and deleted, groups appearing.
+//!
+//! Every running broker observes the Lease's epoch (its campaign's watch) a moment after each
+//! acquisition and raises its follower's epoch fence with it.
 //!
 //! The storage fence model: a takeover at epoch `E` claims the partition for `E`, which
 //! fails if a claim above `E` exists; a claim at `E` that exists already counts as the
@@ -263,6 +268,8 @@ struct Stats {
     terms: u64,
     /// `Wake`s fed at the controller's `next_wake()`.
     wakes: u64,
+    /// Leases taken over from a paused or crashed holder before they expired.
+    early_takeovers: u64,
 }
 
 impl World {
@@ -715,6 +722,13 @@ impl World {
 
     // ---------------------------------------------------------------- faults and the world
 
+    /// Whether the Lease's holder is paused or crashed while its Lease has not expired.
+    fn holder_looks_dead(&self) -> bool {
+        self.lease
+            .holder
+            .is_some_and(|h| !self.procs[h].running(self.t) && self.lease.expires_at > self.t)
+    }
+
     fn pause(&mut self, p: usize, ms: u64) {
         self.procs[p].paused_since = self.t;
         self.procs[p].paused_until = self.t + ms;
@@ -852,6 +866,12 @@ impl World {
             if self.faults.roll(&mut self.rng, 2) {
                 // The Lease is taken over by force (an operator, a confused API server).
                 self.acquire(p)?;
+            } else if self.holder_looks_dead() && self.faults.roll(&mut self.rng, 150) {
+                // Taken over early: this broker's stream to the holder broke (it is paused
+                // or crashed) and the Lease has not expired; the holder, if only paused,
+                // still believes it may write until its deadline.
+                self.stats.early_takeovers += 1;
+                self.acquire(p)?;
             }
         }
         self.endpoint_slice();
@@ -865,6 +885,12 @@ impl World {
                 continue;
             }
             self.heartbeat(p);
+            // The broker's Lease campaign watches the Lease: its epoch raises the follower's
+            // fence a moment after every acquisition.
+            if self.lease.transitions > 0 && self.rng.chance(50) {
+                let epoch = ControllerEpoch(self.lease.transitions);
+                self.procs[p].follower.observe_epoch(epoch);
+            }
             self.poll_file(p)?;
             self.produce(p)?;
         }
@@ -1028,6 +1054,7 @@ fn controllers_brokers_and_the_fence_hold_their_invariants_and_converge() {
         total.fenced_flushes += stats.fenced_flushes;
         total.terms += stats.terms;
         total.wakes += stats.wakes;
+        total.early_takeovers += stats.early_takeovers;
     });
     eprintln!("{total:?}");
 }

@@ -13,7 +13,9 @@
 
 use kaas_cluster::assignment::BrokerEndpoint;
 use kaas_cluster::ids::{AssignmentVersion, ControllerEpoch, LeaderEpoch, TopicPartition};
-use kaas_cluster_heartbeat::{ClientOptions, ControllerEndpoint, HeartbeatClient};
+use kaas_cluster_heartbeat::{ClientOptions, ClientState, ControllerEndpoint, HeartbeatClient};
+use std::time::Instant;
+use tokio::sync::watch;
 
 /// The newest assignment the broker has applied, if any.
 pub type AppliedFn = dyn Fn() -> Option<(ControllerEpoch, AssignmentVersion)> + Send;
@@ -53,6 +55,10 @@ pub(crate) struct BrokerSide {
     observe_epoch: std::sync::Arc<dyn Fn(ControllerEpoch) + Send + Sync>,
     reported: Option<(ControllerEpoch, AssignmentVersion)>,
     reported_fenced: Vec<(TopicPartition, LeaderEpoch)>,
+    state: watch::Receiver<ClientState>,
+    /// The controller endpoint a stream was last open to, and since when the stream to it
+    /// has been down (`None`: open).
+    stream: Option<(ControllerEndpoint, Option<Instant>)>,
 }
 
 impl BrokerSide {
@@ -81,6 +87,7 @@ impl BrokerSide {
             push_epoch(notice.controller_epoch);
             on_assignment_changed();
         });
+        let client_state = client.state();
         let mut side = BrokerSide {
             client,
             applied,
@@ -88,6 +95,8 @@ impl BrokerSide {
             observe_epoch,
             reported: None,
             reported_fenced: Vec::new(),
+            state: client_state,
+            stream: None,
         };
         side.refresh_applied();
         side
@@ -96,6 +105,35 @@ impl BrokerSide {
     /// The Lease names a new controller endpoint (or none).
     pub(crate) fn controller_moved(&self, endpoint: Option<ControllerEndpoint>) {
         self.client.set_controller(endpoint);
+    }
+
+    /// Waits for the heartbeat client's state to change, and returns what the stream to the
+    /// controller now says, when that changed: the endpoint, and since when its stream has
+    /// been down (`None`: open). A stream counts as down only once it had been open to that
+    /// endpoint (a first dial that takes long is not a dead controller). Pending forever once
+    /// the client is gone.
+    pub(crate) async fn stream_changed(&mut self) -> (ControllerEndpoint, Option<Instant>) {
+        loop {
+            if self.state.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            let state = self.state.borrow_and_update().clone();
+            let next = match state {
+                ClientState::Connected { endpoint, .. } => Some((endpoint, None)),
+                ClientState::Dialing(endpoint) => match &self.stream {
+                    Some((was, None)) if *was == endpoint => Some((endpoint, Some(Instant::now()))),
+                    Some((was, Some(since))) if *was == endpoint => Some((endpoint, Some(*since))),
+                    _ => None,
+                },
+                ClientState::Waiting => None,
+            };
+            if let Some(next) = next {
+                if self.stream.as_ref() != Some(&next) {
+                    self.stream = Some(next.clone());
+                    return next;
+                }
+            }
+        }
     }
 
     /// The Lease was observed at `epoch`.

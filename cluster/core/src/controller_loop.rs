@@ -124,7 +124,14 @@ impl ControllerLoop {
                 }
                 Some(event) = inlets.lease.recv() => self.lease_event(event).await,
                 Some(ready) = inlets.endpoints.recv() => {
+                    self.lease.ready_brokers(ready.clone());
                     self.feed(Input::EndpointsReady(ready)).await;
+                }
+                (endpoint, down_since) = self.broker.stream_changed() => {
+                    if down_since.is_some() {
+                        tracing::info!(controller = %endpoint, "the heartbeat stream to the controller is down");
+                    }
+                    self.lease.holder_stream(endpoint, down_since);
                 }
                 Some(topics) = inlets.topics.recv() => {
                     self.feed(Input::TopicsChanged(topics)).await;

@@ -66,6 +66,20 @@ pub trait LeaseSource: Send + 'static {
     /// `leaseTransitions` so the epoch never rewinds. The core awaits the future (bounded by
     /// its own timeout) before it stops.
     fn release(&mut self, epoch: ControllerEpoch) -> BoxFuture;
+
+    /// This broker's heartbeat stream to the controller at `endpoint` has been down since
+    /// `down_since` (broken, or redialing after it broke; `None`: open again). With
+    /// [`LeaseSource::ready_brokers`] it tells the campaign when the holder is dead, so it
+    /// takes the Lease over before it expires. Sources that do not campaign ignore it.
+    fn holder_stream(&mut self, endpoint: ControllerEndpoint, down_since: Option<Instant>) {
+        let _ = (endpoint, down_since);
+    }
+
+    /// The EndpointSlice's ready brokers (a holder not among them is dead once its stream is
+    /// down).
+    fn ready_brokers(&mut self, ready: BTreeSet<BrokerId>) {
+        let _ = ready;
+    }
 }
 
 /// The EndpointSlice of the brokers' Service: the ready brokers' ids.

@@ -18,14 +18,15 @@
 //! events wait for its answer. `Acquired` names the holder taken over from when the Lease
 //! was taken because it expired, as a broker id (the pod name's ordinal).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use futures_util::{Stream, StreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
-use kaas_cluster::ids::ControllerEpoch;
+use kaas_cluster::ids::{BrokerId, ControllerEpoch};
 use kaas_cluster::lease::{
-    Action, Answer, Campaign, CampaignConfig, Event, Input, MonotonicTime, ObservedLease, Request,
+    Action, Answer, Campaign, CampaignConfig, Event, HolderSignal, Input, MonotonicTime,
+    ObservedLease, Request,
 };
 use kaas_cluster_core::{BoxFuture, LeaseEvent, LeaseSource};
 use kaas_cluster_heartbeat::ControllerEndpoint;
@@ -65,11 +66,7 @@ impl CampaignOptions {
 
     /// The campaign's side of the options.
     fn config(&self) -> CampaignConfig {
-        CampaignConfig {
-            identity: self.identity.clone(),
-            lease_duration: self.lease_duration,
-            renew_period: self.renew_period,
-        }
+        CampaignConfig::new(&self.identity, self.lease_duration, self.renew_period)
     }
 }
 
@@ -94,6 +91,8 @@ impl LeaseCampaign {
 enum Command {
     TakeOverAbove(ControllerEpoch),
     Release(ControllerEpoch, oneshot::Sender<()>),
+    HolderStream(ControllerEndpoint, Option<Instant>),
+    Ready(BTreeSet<BrokerId>),
 }
 
 impl LeaseSource for LeaseCampaign {
@@ -126,6 +125,8 @@ impl LeaseSource for LeaseCampaign {
                     events,
                     holder: None,
                     epoch: None,
+                    holder_stream: None,
+                    ready: None,
                     errors: ErrorLog::new("controller Lease"),
                     watch_errors: ErrorLog::new("controller Lease watch"),
                     watch_resource: resource,
@@ -156,6 +157,18 @@ impl LeaseSource for LeaseCampaign {
             let _ = released.await;
         })
     }
+
+    fn holder_stream(&mut self, endpoint: ControllerEndpoint, down_since: Option<Instant>) {
+        if let Some(commands) = &self.commands {
+            let _ = commands.send(Command::HolderStream(endpoint, down_since));
+        }
+    }
+
+    fn ready_brokers(&mut self, ready: BTreeSet<BrokerId>) {
+        if let Some(commands) = &self.commands {
+            let _ = commands.send(Command::Ready(ready));
+        }
+    }
 }
 
 /// The campaign and what carries it out.
@@ -170,6 +183,11 @@ struct CampaignAdapter {
     holder: Option<Option<ControllerEndpoint>>,
     /// The highest Lease epoch reported.
     epoch: Option<ControllerEpoch>,
+    /// This broker's heartbeat stream to the holder: its endpoint and since when it has been
+    /// down.
+    holder_stream: Option<(ControllerEndpoint, Option<Instant>)>,
+    /// The EndpointSlice's ready brokers (`None` before the first report).
+    ready: Option<BTreeSet<BrokerId>>,
     errors: ErrorLog,
     watch_errors: ErrorLog,
     watch_resource: String,
@@ -229,6 +247,14 @@ impl CampaignAdapter {
                         self.step(Input::Release(epoch)).await;
                         let _ = done.send(());
                     }
+                    Some(Command::HolderStream(endpoint, down_since)) => {
+                        self.holder_stream = Some((endpoint, down_since));
+                        self.holder_signal().await;
+                    }
+                    Some(Command::Ready(ready)) => {
+                        self.ready = Some(ready);
+                        self.holder_signal().await;
+                    }
                     // The source was dropped: the core stopped.
                     None => return,
                 },
@@ -239,6 +265,31 @@ impl CampaignAdapter {
                 }
             }
         }
+    }
+
+    /// Tells the campaign what this broker sees of the holder: its stream to the holder's
+    /// endpoint, and whether the EndpointSlice lists the holder (the broker id of the
+    /// identity the Lease names) ready.
+    async fn holder_signal(&mut self) {
+        let Some((endpoint, down_since)) = self.holder_stream.clone() else {
+            return;
+        };
+        let holder = self
+            .campaign
+            .sighting()
+            .and_then(|sighting| sighting.holder.as_deref())
+            .and_then(broker_id_of_pod);
+        let not_ready = match (&self.ready, holder) {
+            (Some(ready), Some(holder)) => !ready.contains(&holder),
+            _ => false,
+        };
+        let signal = HolderSignal {
+            endpoint: endpoint.to_string(),
+            down_since: down_since
+                .map(|since| MonotonicTime(since.saturating_duration_since(self.origin))),
+            not_ready,
+        };
+        self.step(Input::Holder(signal)).await;
     }
 
     /// The campaign's reading of the monotonic clock now.
