@@ -287,6 +287,16 @@ fn failure(partition: &PartitionId, error: &PartitionError) -> Output {
             }];
             refused(error_code(engine), engine.to_string(), record_errors)
         }
+        // The flush found a newer leader's claim: the batch may already be in the files that
+        // leader reads (they are shared), so it is "possibly written", as a timeout is. With
+        // NOT_LEADER_OR_FOLLOWER librdkafka counts it as not persisted, gives the retry a new
+        // producer epoch, and the new leader cannot recognise it: the record lands twice.
+        // After REQUEST_TIMED_OUT every producer retries the same sequence, which the new
+        // leader (its producer state rebuilt from those files) answers as a duplicate. A retry
+        // that reaches this broker again gets NOT_LEADER_OR_FOLLOWER: it gave the partition up.
+        PartitionError::Engine(engine @ EngineError::Fenced { .. }) => {
+            refused(ErrorCode::RequestTimedOut, engine.to_string(), Vec::new())
+        }
         _ => refused(partition_error_code(error), error.to_string(), Vec::new()),
     }
 }
