@@ -27,6 +27,10 @@ struct LeaseLog {
     published: Option<ControllerEndpoint>,
     released: Vec<ControllerEpoch>,
     take_overs: Vec<ControllerEpoch>,
+    /// What the core said of the broker's heartbeat stream to the controller.
+    holder_streams: Vec<(ControllerEndpoint, Option<Instant>)>,
+    /// The ready sets the core passed on.
+    ready: Vec<BTreeSet<BrokerId>>,
 }
 
 struct FakeLease {
@@ -42,6 +46,15 @@ impl LeaseSource for FakeLease {
 
     fn take_over_above(&mut self, highest: ControllerEpoch) {
         self.log.lock().expect("log").take_overs.push(highest);
+    }
+
+    fn holder_stream(&mut self, endpoint: ControllerEndpoint, down_since: Option<Instant>) {
+        let mut log = self.log.lock().expect("log");
+        log.holder_streams.push((endpoint, down_since));
+    }
+
+    fn ready_brokers(&mut self, ready: BTreeSet<BrokerId>) {
+        self.log.lock().expect("log").ready.push(ready);
     }
 
     fn release(&mut self, epoch: ControllerEpoch) -> BoxFuture {
@@ -540,6 +553,49 @@ fn a_partition_the_broker_reports_fenced_gets_an_epoch_above_the_claim() {
         "the other partition keeps its epoch"
     );
     harness.shutdown();
+}
+
+#[test]
+fn the_lease_source_hears_when_the_stream_to_the_controller_breaks_and_who_is_ready() {
+    let harness = Harness::start();
+    harness.ready(&[0, 2]);
+    let (server, _events) = harness.others.block_on(async {
+        kaas_cluster_heartbeat::HeartbeatServer::bind(
+            "127.0.0.1:0".parse().expect("address"),
+            kaas_cluster_heartbeat::ServerOptions::default(),
+        )
+        .await
+        .expect("bind")
+    });
+    let controller = ControllerEndpoint {
+        host: "127.0.0.1".into(),
+        port: server.local_addr().port(),
+    };
+    harness.send_lease(LeaseEvent::Holder(Some(controller.clone())));
+    let streams = || harness.log.lock().expect("log").holder_streams.clone();
+    wait_for("the stream reported open", || {
+        streams().last() == Some(&(controller.clone(), None))
+    });
+    assert_eq!(
+        harness.log.lock().expect("log").ready.last(),
+        Some(&BTreeSet::from([BrokerId(0), BrokerId(2)]))
+    );
+    // The controller dies: the stream breaks, and the redials fail.
+    let before = Instant::now();
+    harness.others.block_on(server.shutdown());
+    wait_for("the stream reported down", || {
+        streams()
+            .last()
+            .is_some_and(|(endpoint, down)| *endpoint == controller && down.is_some())
+    });
+    let (_, down_since) = streams().last().cloned().expect("reported");
+    assert!(down_since.expect("down") >= before);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        streams().last().map(|(_, down)| *down),
+        Some(down_since),
+        "failed redials keep the time it went down"
+    );
 }
 
 #[test]
