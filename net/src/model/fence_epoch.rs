@@ -27,7 +27,7 @@
 //! A value that does not fit in a `u32` has no fence epoch: the group is refused
 //! (`NOT_COORDINATOR`) rather than opened at a truncated, possibly older, epoch.
 //!
-//! A broker that loads a group again under the same version (it released the group and a
+//! A broker that loads a group again at the same fence epoch (it released the group and a
 //! request brings it back) reuses its own claim, which the engine reopens; one that finds a
 //! newer claim fails to open with [`kaas_engine::EngineError::Fenced`].
 
