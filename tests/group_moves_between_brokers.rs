@@ -16,7 +16,6 @@ use kaas_net::protocol::messages::join_group::{JoinGroupRequest, JoinGroupReques
 use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
-use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
 use kaas_net::protocol::messages::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use kaas_net::protocol::Response;
 use std::time::{Duration, Instant};
@@ -120,30 +119,6 @@ fn heartbeat(client: &mut WireClient, member: &Member) -> i16 {
     beat.error_code
 }
 
-/// The group's error code and committed offset of partition 0 (OffsetFetch v8).
-fn committed(client: &mut WireClient, group: &str) -> (i16, Option<i64>) {
-    let request = OffsetFetchRequest {
-        groups: vec![OffsetFetchRequestGroup {
-            group_id: group.into(),
-            topics: None,
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let Response::OffsetFetch(fetched) = client.call(8, &request) else {
-        panic!("not OffsetFetch")
-    };
-    let group = &fetched.groups[0];
-    let offset = group
-        .topics
-        .iter()
-        .filter(|t| t.name == TOPIC)
-        .flat_map(|t| &t.partitions)
-        .find(|p| p.partition_index == 0)
-        .map(|p| p.committed_offset);
-    (group.error_code, offset)
-}
-
 /// The first answer other than "ask again" (NOT_COORDINATOR while the broker has not taken
 /// the group over yet, COORDINATOR_LOAD_IN_PROGRESS while it loads), within 30 s.
 fn first_real_answer(mut attempt: impl FnMut() -> i16) -> i16 {
@@ -200,7 +175,7 @@ fn a_classic_group_keeps_its_members_and_offsets_on_its_new_coordinator() {
     for broker in &mut brokers {
         broker.wait_for_version(2);
     }
-    assert_eq!(committed(&mut new, NAMED), (0, Some(18)));
+    assert_eq!(new.committed_offset(NAMED, TOPIC, 0), (0, Some(18)));
     assert_eq!(heartbeat(&mut new, &named_member), 0);
 
     assert_eq!(
@@ -208,7 +183,7 @@ fn a_classic_group_keeps_its_members_and_offsets_on_its_new_coordinator() {
         0,
         "a group moved by the fallback rule is loaded by its first request, not GROUP_ID_NOT_FOUND"
     );
-    assert_eq!(committed(&mut new, &unnamed), (0, Some(43)));
+    assert_eq!(new.committed_offset(&unnamed, TOPIC, 0), (0, Some(43)));
     assert_eq!(heartbeat(&mut new, &unnamed_member), 0);
     let stranger = Member {
         group: unnamed.clone(),
@@ -220,7 +195,7 @@ fn a_classic_group_keeps_its_members_and_offsets_on_its_new_coordinator() {
         25,
         "UNKNOWN_MEMBER_ID: the group's members came along"
     );
-    assert_eq!(committed(&mut new, "never-seen"), (0, None));
+    assert_eq!(new.committed_offset("never-seen", TOPIC, 0), (0, None));
 
     // The old coordinator sends its members on.
     assert_eq!(commit(&mut old, &unnamed_member, 45), NOT_COORDINATOR);

@@ -25,7 +25,6 @@ use kaas_net::protocol::messages::metadata::{MetadataRequest, MetadataRequestTop
 use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
-use kaas_net::protocol::messages::offset_fetch::{OffsetFetchRequest, OffsetFetchRequestGroup};
 use kaas_net::protocol::Response;
 use support::kube_cluster::KubeCluster;
 use support::offsets_topic;
@@ -83,30 +82,6 @@ fn commit(client: &mut WireClient, group: &str, offset: i64) -> i16 {
         panic!("not OffsetCommit")
     };
     committed.topics[0].partitions[0].error_code
-}
-
-/// The group's error code and its committed offset of partition 0 (OffsetFetch v8).
-fn committed(client: &mut WireClient, group: &str) -> (i16, Option<i64>) {
-    let request = OffsetFetchRequest {
-        groups: vec![OffsetFetchRequestGroup {
-            group_id: group.into(),
-            topics: None,
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let Response::OffsetFetch(fetched) = client.call(8, &request) else {
-        panic!("not OffsetFetch")
-    };
-    let group = &fetched.groups[0];
-    let offset = group
-        .topics
-        .iter()
-        .filter(|t| t.name == TOPIC)
-        .flat_map(|t| &t.partitions)
-        .find(|p| p.partition_index == 0)
-        .map(|p| p.committed_offset);
-    (group.error_code, offset)
 }
 
 /// Retries `call` while it answers a retriable coordinator error (load in progress, not
@@ -294,10 +269,8 @@ fn groups_are_coordinated_by_the_leader_of_their_offsets_partition() {
     );
     let mut client = WireClient::connect(cluster.brokers[new_leader.0 as usize].kafka);
     assert_eq!(
-        settle("OffsetFetch on the new coordinator", || committed(
-            &mut client,
-            &group
-        )),
+        settle("OffsetFetch on the new coordinator", || client
+            .committed_offset(&group, TOPIC, 0)),
         Some(42),
         "the new coordinator loads what the old one committed"
     );

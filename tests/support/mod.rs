@@ -351,6 +351,39 @@ impl WireClient {
 
     /// IncrementalAlterConfigs setting `key` to `value` on resource `name` of
     /// `resource_type` (2: topic, 32: group); the resource's answer.
+    /// The error code of `group` and its committed offset of `topic`'s partition `partition`
+    /// (OffsetFetch v8, every topic of the group), `None` when it has none.
+    pub fn committed_offset(
+        &mut self,
+        group: &str,
+        topic: &str,
+        partition: i32,
+    ) -> (i16, Option<i64>) {
+        use kaas_net::protocol::messages::offset_fetch::{
+            OffsetFetchRequest, OffsetFetchRequestGroup,
+        };
+        let request = OffsetFetchRequest {
+            groups: vec![OffsetFetchRequestGroup {
+                group_id: group.into(),
+                topics: None,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let Response::OffsetFetch(fetched) = self.call(8, &request) else {
+            panic!("not OffsetFetch")
+        };
+        let group = &fetched.groups[0];
+        let offset = group
+            .topics
+            .iter()
+            .filter(|t| t.name == topic)
+            .flat_map(|t| &t.partitions)
+            .find(|p| p.partition_index == partition)
+            .map(|p| p.committed_offset);
+        (group.error_code, offset)
+    }
+
     pub fn set_config(
         &mut self,
         resource_type: i8,
