@@ -2,7 +2,7 @@
 # Failover time of a three-broker kaas cluster on a real Kubernetes API server: from kill -9
 # (or SIGSTOP) of a broker to its partitions answering produce on another broker.
 #
-#   perf/failover.sh [--runs N] [--cases LIST] [--out FILE] [-- <extra kaas flags>]
+#   perf/failover.sh [--runs N] [--cases LIST] [--partitions N] [--out FILE] [-- <extra kaas flags>]
 #
 # Cases (default all four, comma-separated): broker-kill (kill -9 of a broker that is not the
 # controller), controller-kill (kill -9 of the Lease holder), broker-stop and controller-stop
@@ -11,7 +11,8 @@
 # scripts/kube-apiserver.sh), the CRDs of deploy/crds, an EndpointSlice of three ready
 # brokers, three release `kaas` processes (pods kaas-0..2 on 127.32.<n>.1-3 with the default
 # ports, one shared data directory, `--assignment-source kube`, KUBECONFIG, POD_NAMESPACE and
-# MY_POD_IP set) and a KafkaTopic of 6 partitions; waits until every broker leads partitions,
+# MY_POD_IP set) and a KafkaTopic of --partitions partitions (default 6; 3000 puts 1,000 on
+# each broker); waits until every broker leads partitions,
 # then runs tests/clients/python/cluster_failover.py `probe`: a librdkafka producer (idempotent,
 # acks=all) already connected to every leader sends the signal itself and at once one record
 # to each partition the victim led. Reported per case, medians and ranges over the runs:
@@ -31,6 +32,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 runs=5
+partitions=6
 cases="broker-kill,controller-kill,broker-stop,controller-stop"
 out=""
 kaas_flags=()
@@ -38,9 +40,10 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) runs="$2"; shift ;;
     --cases) cases="$2"; shift ;;
+    --partitions) partitions="$2"; shift ;;
     --out) out="$2"; shift ;;
     --) shift; kaas_flags=("$@"); break ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
@@ -50,7 +53,6 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
 work="${PERF_WORK_DIR:-/tmp/kaas-failover}"
 script="$repo/tests/clients/python/cluster_failover.py"
 topic=bench
-partitions=6
 log() { echo "[failover $(date +%H:%M:%S)] $*" >&2; }
 
 broker_pids=()
@@ -118,15 +120,15 @@ bootstrap="$(ip 0):9092,$(ip 1):9092,$(ip 2):9092"
 # Prints "<controller> <victim's pid> <victim> <partitions it leads>" once every broker leads
 # a partition of the topic in assignment.json and /healthz shows that version everywhere.
 wait_for_cluster() {
-  python3 - "$1" "$(ip 0)" "$(ip 1)" "$(ip 2)" <<'EOF'
+  python3 - "$1" "$partitions" "$(ip 0)" "$(ip 1)" "$(ip 2)" <<'EOF'
 import json, sys, time, urllib.request
-path, addrs = sys.argv[1], sys.argv[2:]
+path, partitions, addrs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 deadline = time.time() + 120
 while time.time() < deadline:
     try:
         a = json.load(open(path))
         leaders = [p["leader"] for p in a["partitions"].get("bench", [])]
-        if len(leaders) == 6 and set(leaders) == {0, 1, 2}:
+        if len(leaders) == partitions and set(leaders) == {0, 1, 2}:
             version = a["assignment_version"]
             applied = [json.load(urllib.request.urlopen("http://%s:9644/healthz" % h, timeout=2))
                        .get("assignment_version", 0) for h in addrs]

@@ -74,8 +74,8 @@ impl IndexEntry for OffsetIndexEntry {
 /// In-memory index of the active segment, appended to as batches are written.
 pub type OffsetIndex = SparseIndex<OffsetIndexEntry>;
 
-/// Zero-copy reader over an index file's bytes (typically an mmap of a sealed segment's
-/// index). Validates once on construction and then reads only the valid prefix.
+/// Zero-copy reader over an index file's bytes (read into memory). Validates once on
+/// construction and then reads only the valid prefix.
 pub type OffsetIndexView<'a> = SparseIndexView<'a, OffsetIndexEntry>;
 
 /// Number of leading entries of `bytes` that are intact and strictly increasing.

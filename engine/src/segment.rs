@@ -14,8 +14,10 @@
 //! rebuilds them from the log. When a segment is sealed, its log file is truncated to its
 //! exact size (the write-behind buffer pads the last page with zeros, and preallocation
 //! reserves space past it), both indexes are completed and everything is fdatasync'd; a
-//! sealed segment's indexes are memory-mapped lazily on first lookup, so idle partitions
-//! cost no index memory.
+//! sealed segment's offset index is read into memory on first lookup (a few per log are kept,
+//! see [`SealedOffsets`]), so idle partitions cost no index memory. Index files are read,
+//! never memory-mapped: on a shared volume another broker may delete or truncate them, and a
+//! mapped page that is gone kills the process with SIGBUS where a read only fails.
 //!
 //! Sealing runs in the background after a roll, once the segment's batches are durable and
 //! the next segment exists. Until it ends the segment keeps its in-memory indexes. A crash
@@ -29,8 +31,8 @@ use std::rc::Rc;
 use crate::batch::BatchHeader;
 use crate::config::LogConfig;
 use crate::error::{EngineError, Result};
-use crate::offset_index::{OffsetIndex, OffsetIndexView, OFFSET_INDEX_ENTRY_LEN};
-use crate::storage::{LogFile, MappedFile, Storage};
+use crate::offset_index::{OffsetIndex, OffsetIndexEntry, OffsetIndexView, OFFSET_INDEX_ENTRY_LEN};
+use crate::storage::{LogFile, Storage};
 use crate::time_index::{TimeIndex, TimeIndexView, TIME_INDEX_ENTRY_LEN};
 
 /// The file name of a segment's log, index or time index at `epoch` (see
@@ -82,10 +84,11 @@ pub(crate) struct Segment {
     pub index: SegmentIndex,
 }
 
-/// The indexes of a segment: in memory while it is active, mapped once sealed.
+/// The indexes of a segment: in memory while it is active; once sealed, the offset index
+/// read back from its file when a lookup needs it.
 pub(crate) enum SegmentIndex {
     Active(ActiveIndex),
-    Sealed(Option<Rc<SealedIndex>>),
+    Sealed(Option<Rc<SealedOffsets>>),
 }
 
 /// In-memory indexes of the active segment.
@@ -164,33 +167,59 @@ impl ActiveIndex {
     }
 }
 
-/// A sealed segment's index files, mapped read-only.
+/// The largest index file read into memory. An offset index holds one 12-byte entry per
+/// `index.interval.bytes` (4 KiB by default) of a segment of at most 4 GiB, so a real one is
+/// far smaller (12 MiB at most with the default interval); a larger file is damaged (recovery
+/// rebuilds it) and a lookup uses its first entries, which still point at the right batches.
+pub(crate) const MAX_INDEX_FILE_BYTES: usize = 32 << 20;
+
+/// Reads an index file into memory, at most one byte past [`MAX_INDEX_FILE_BYTES`].
+pub(crate) async fn read_index_file(storage: &Storage, path: &Path) -> Result<Option<Vec<u8>>> {
+    storage.read_prefix(path, MAX_INDEX_FILE_BYTES + 1).await
+}
+
+/// A sealed segment's offset index for lookups: the valid entries of its file, decoded once.
+pub(crate) struct SealedOffsets(Vec<OffsetIndexEntry>);
+
+impl SealedOffsets {
+    pub async fn load(storage: &Storage, dir: &Path, base_offset: u64, epoch: u32) -> Result<Self> {
+        let bytes = read_index_file(storage, &index_path(dir, base_offset, epoch)).await?;
+        let mut bytes = bytes.unwrap_or_default();
+        bytes.truncate(MAX_INDEX_FILE_BYTES);
+        Ok(SealedOffsets(crate::offset_index::parse_valid_prefix(
+            &bytes,
+        )))
+    }
+
+    /// The byte position of the greatest entry at or below `rel_offset` (0 when none).
+    fn lookup(&self, rel_offset: u32) -> u64 {
+        let after = self.0.partition_point(|e| e.rel_offset <= rel_offset);
+        after
+            .checked_sub(1)
+            .map_or(0, |i| u64::from(self.0[i].position))
+    }
+}
+
+/// A sealed segment's index files as recovery checks them, read into memory for the check
+/// and dropped after it.
 pub(crate) struct SealedIndex {
-    offsets: Option<MappedFile>,
-    times: Option<MappedFile>,
+    offsets: Option<Vec<u8>>,
+    times: Option<Vec<u8>>,
 }
 
 impl SealedIndex {
     pub async fn load(storage: &Storage, dir: &Path, base_offset: u64, epoch: u32) -> Result<Self> {
         Ok(SealedIndex {
-            offsets: storage
-                .map_file(&index_path(dir, base_offset, epoch))
-                .await?,
-            times: storage
-                .map_file(&time_index_path(dir, base_offset, epoch))
-                .await?,
+            offsets: read_index_file(storage, &index_path(dir, base_offset, epoch)).await?,
+            times: read_index_file(storage, &time_index_path(dir, base_offset, epoch)).await?,
         })
     }
 
     /// Byte position of the batch the last valid offset-index entry names.
     pub fn last_entry_position(&self) -> Option<u64> {
-        self.lookup(u32::MAX)
-    }
-
-    fn lookup(&self, rel_offset: u32) -> Option<u64> {
         let bytes = self.offsets.as_deref()?;
         OffsetIndexView::new(bytes)
-            .lookup(rel_offset)
+            .last()
             .map(|e| e.position as u64)
     }
 
@@ -201,7 +230,9 @@ impl SealedIndex {
     /// looks like a valid, shorter index.)
     pub fn is_intact(&self) -> bool {
         fn whole(bytes: Option<&[u8]>, entry_len: usize, valid: fn(&[u8]) -> usize) -> bool {
-            bytes.is_some_and(|b| !b.is_empty() && valid(b) * entry_len == b.len())
+            bytes.is_some_and(|b| {
+                !b.is_empty() && b.len() <= MAX_INDEX_FILE_BYTES && valid(b) * entry_len == b.len()
+            })
         }
         whole(
             self.offsets.as_deref(),
@@ -287,14 +318,25 @@ impl Segment {
                     .lookup(rel_offset)
                     .map_or(0, |e| e.position as u64),
             ),
-            SegmentIndex::Sealed(Some(sealed)) => Some(sealed.lookup(rel_offset).unwrap_or(0)),
+            SegmentIndex::Sealed(Some(sealed)) => Some(sealed.lookup(rel_offset)),
             SegmentIndex::Sealed(None) => None,
         }
     }
 
-    pub fn install_sealed_index(&mut self, loaded: SealedIndex) {
+    /// Keeps a sealed segment's offset index for later lookups; false when the segment is
+    /// not sealed or already has one.
+    pub fn install_sealed_offsets(&mut self, loaded: SealedOffsets) -> bool {
         if let SegmentIndex::Sealed(slot @ None) = &mut self.index {
             *slot = Some(Rc::new(loaded));
+            return true;
+        }
+        false
+    }
+
+    /// Drops a sealed segment's offset index read for lookups (read again when needed).
+    pub fn forget_sealed_offsets(&mut self) {
+        if let SegmentIndex::Sealed(slot) = &mut self.index {
+            *slot = None;
         }
     }
 

@@ -146,7 +146,16 @@ pub(crate) struct LogState {
     /// Counts segments replaced by compaction: a read that began before a swap must not
     /// mix the old file with the new index or read-ahead (it starts again instead).
     pub segment_swaps: u64,
+    /// Sealed segments whose offset index is in memory, oldest load first (at most
+    /// [`SEALED_OFFSETS_KEPT`]).
+    pub sealed_offsets_loaded: std::collections::VecDeque<u64>,
 }
+
+/// How many sealed segments of one log keep their offset index in memory between reads.
+/// Sequential readers continue from where they stopped without a lookup, so this serves
+/// readers that jump (a consumer joining, a seek, a ListOffsets by time) without holding the
+/// index of every segment ever read.
+pub(crate) const SEALED_OFFSETS_KEPT: usize = 2;
 
 impl LogState {
     fn active(&self) -> Result<&Segment> {

@@ -147,9 +147,9 @@ impl PartitionLog {
         }
     }
 
-    /// Loads a sealed segment's index on first use and looks `offset` up in it.
+    /// Loads a sealed segment's offset index on first use and looks `offset` up in it.
     async fn lookup_sealed_position(&self, segment_base: u64, offset: u64) -> Result<u64> {
-        let loaded = segment::SealedIndex::load(
+        let loaded = segment::SealedOffsets::load(
             &self.shared.storage,
             &self.shared.dir,
             segment_base,
@@ -157,13 +157,23 @@ impl PartitionLog {
         )
         .await?;
         let mut state = self.shared.state.borrow_mut();
-        match state.segments.get_mut(&segment_base) {
-            Some(segment) => {
-                segment.install_sealed_index(loaded);
-                Ok(segment.index_hint(offset).unwrap_or(0))
+        let Some(segment) = state.segments.get_mut(&segment_base) else {
+            return Ok(0);
+        };
+        let installed = segment.install_sealed_offsets(loaded);
+        let position = segment.index_hint(offset).unwrap_or(0);
+        if installed {
+            state.sealed_offsets_loaded.push_back(segment_base);
+            while state.sealed_offsets_loaded.len() > super::SEALED_OFFSETS_KEPT {
+                let Some(oldest) = state.sealed_offsets_loaded.pop_front() else {
+                    break;
+                };
+                if let Some(segment) = state.segments.get_mut(&oldest) {
+                    segment.forget_sealed_offsets();
+                }
             }
-            None => Ok(0),
         }
+        Ok(position)
     }
 
     /// ListOffsets by timestamp: the first batch whose max timestamp is ≥ `timestamp`, as

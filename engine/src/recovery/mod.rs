@@ -180,6 +180,7 @@ impl Recovery<'_> {
             closed: false,
             max_timestamp,
             segment_swaps: 0,
+            sealed_offsets_loaded: std::collections::VecDeque::new(),
         })
     }
 
@@ -316,7 +317,7 @@ impl Recovery<'_> {
                 if log.max_timestamp.is_none_or(|(ts, _)| max_ts > ts) && max_ts >= 0 {
                     log.max_timestamp = Some((max_ts, max_ts_offset));
                 }
-                let mut sealed = Segment {
+                let sealed = Segment {
                     base_offset: base,
                     epoch,
                     inherited: scope.inherited.contains_key(&base),
@@ -327,7 +328,6 @@ impl Recovery<'_> {
                     first_append_ms: None,
                     index: SegmentIndex::Sealed(None),
                 };
-                sealed.install_sealed_index(loaded);
                 log.segments.insert(base, sealed);
                 log.next_offset = next;
                 continue;

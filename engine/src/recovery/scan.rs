@@ -43,18 +43,16 @@ pub(super) async fn existing_index_prefix(
     offset: u64,
 ) -> Result<ActiveIndex> {
     let mut index = ActiveIndex::empty();
-    if let Some(bytes) = storage
-        .map_file(&segment::index_path(dir, base, epoch))
-        .await?
+    if let Some(bytes) =
+        segment::read_index_file(storage, &segment::index_path(dir, base, epoch)).await?
     {
         index.offsets = OffsetIndex::from_bytes(&bytes);
         index
             .offsets
             .truncate_to_position(position.min(u32::MAX as u64) as u32);
     }
-    if let Some(bytes) = storage
-        .map_file(&segment::time_index_path(dir, base, epoch))
-        .await?
+    if let Some(bytes) =
+        segment::read_index_file(storage, &segment::time_index_path(dir, base, epoch)).await?
     {
         index.times = TimeIndex::from_bytes(&bytes);
         // Kept: entries for batches wholly below `offset`, which include the checkpoint's

@@ -12,8 +12,7 @@ use glommio::io::{BufferedFile, DmaFile, OpenOptions};
 
 use super::batch::{at, none_if_missing, Files};
 use super::{
-    source_existed, tmp_path, Backend, FileBytes, IndexFile, LogFile, MappedFile, SegmentFile,
-    SmallFile,
+    source_existed, tmp_path, Backend, FileBytes, IndexFile, LogFile, SegmentFile, SmallFile,
 };
 use crate::aligned_buffer::{AlignedBuf, MemoryParts};
 use crate::error::{EngineError, Result};
@@ -207,28 +206,6 @@ impl Backend for Disk<'_> {
             .await
             .map_err(|e| EngineError::io(format!("opening {}", relative.display()), e))?;
         Ok(IndexFile::Buffered(Rc::new(file)))
-    }
-
-    async fn map_file(&self, relative: &Path) -> Result<Option<MappedFile>> {
-        let path = self.absolute(relative);
-        let context = format!("mapping {}", relative.display());
-        blocking(move || -> io::Result<Option<MappedFile>> {
-            let file = match std::fs::File::open(&path) {
-                Ok(file) => file,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(e),
-            };
-            if file.metadata()?.len() == 0 {
-                return Ok(Some(MappedFile::Owned(Vec::new())));
-            }
-            // SAFETY: index files are only ever appended to by this process while their
-            // segment is active, and only mapped once it is sealed; a concurrent
-            // truncation by another process is outside the contract.
-            let map = unsafe { memmap2::Mmap::map(&file)? };
-            Ok(Some(MappedFile::Mapped(map)))
-        })
-        .await
-        .map_err(|e| EngineError::io(context, e))
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use bytes::Bytes;
 
 use super::batch::{at, Files};
-use super::{Backend, FileBytes, IndexFile, LogFile, MappedFile, SegmentFile, SmallFile};
+use super::{Backend, FileBytes, IndexFile, LogFile, SegmentFile, SmallFile};
 use crate::aligned_buffer::{AlignedBuf, MemoryParts};
 use crate::error::{EngineError, Result};
 use crate::volume_sync::SyncTicket;
@@ -154,12 +154,6 @@ impl Backend for MemoryStore {
 
     async fn open_index_file(&self, relative: &Path) -> Result<IndexFile> {
         Ok(IndexFile::Memory(self.get_or_create(relative)))
-    }
-
-    async fn map_file(&self, relative: &Path) -> Result<Option<MappedFile>> {
-        Ok(self
-            .get(relative)
-            .map(|f| MappedFile::Owned(lock(&f).clone())))
     }
 }
 

@@ -57,7 +57,6 @@ trait Backend {
     async fn sync_dir(&self, relative: &Path) -> Result<()>;
     async fn open_log_file(&self, relative: &Path, create: bool) -> Result<LogFile>;
     async fn open_index_file(&self, relative: &Path) -> Result<IndexFile>;
-    async fn map_file(&self, relative: &Path) -> Result<Option<MappedFile>>;
 }
 
 /// What a back-end's segment file does for [`LogFile`].
@@ -342,11 +341,6 @@ impl Storage {
     pub async fn open_index_file(&self, relative: &Path) -> Result<IndexFile> {
         on_backend!(self, |backend| backend.open_index_file(relative).await)
     }
-
-    /// Maps a whole file read-only (an index of a sealed segment); `None` when missing.
-    pub async fn map_file(&self, relative: &Path) -> Result<Option<MappedFile>> {
-        on_backend!(self, |backend| backend.map_file(relative).await)
-    }
 }
 
 /// `<path>.tmp`: where a file is written before it is renamed over `path`.
@@ -490,24 +484,6 @@ impl IndexFile {
         on_file!(self, IndexFile { Buffered, Memory }, |file| {
             SmallFile::fdatasync(file).await
         })
-    }
-}
-
-/// A read-only view of a whole file.
-pub enum MappedFile {
-    /// A memory map of a file on disk.
-    Mapped(memmap2::Mmap),
-    /// A copy (in-memory storage, or an empty file, which cannot be mapped).
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for MappedFile {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            MappedFile::Mapped(map) => map,
-            MappedFile::Owned(bytes) => bytes,
-        }
     }
 }
 
