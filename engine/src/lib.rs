@@ -4,6 +4,7 @@
 
 pub mod aligned_buffer;
 pub mod batch;
+pub mod block_claims;
 pub mod checkpoint;
 pub mod compaction;
 pub mod compression;
@@ -20,7 +21,6 @@ pub mod log;
 pub mod log_manager;
 pub mod offset_index;
 pub mod periodic;
-pub mod producer_id_claims;
 pub mod producer_state;
 mod read_ahead;
 pub mod record_timestamps;

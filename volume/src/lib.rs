@@ -15,7 +15,8 @@
 //!     topics.json                          a standalone broker's topics and group configs
 //!     producer-id-block                    a standalone broker's reserved producer ids
 //!     producer-id-blocks/                  a cluster's producer-id block claims
-//!     consumer-offsets/<partition>         reserved offsets of `__consumer_offsets`
+//!     consumer-offsets/<partition>         reserved offsets of `__consumer_offsets` (standalone)
+//!     consumer-offsets/<partition>-blocks/<n>  a claimed block of them (cluster mode)
 //!     dma-probe                            4 KiB read by each executor at start (glommio's
 //!                                          polled-I/O probe; the engine's `dma_probe`)
 //!   topics/<topic>/<partition>/            a standalone broker's partition

@@ -12,7 +12,7 @@
 //!   stops the allocator rather than risk reusing ids.
 //! - **cluster mode** ([`IdBlockStore::Claims`]): several brokers share the volume, so one file
 //!   rewritten by each would let two of them reserve the same block: blocks are claimed
-//!   instead, one `O_EXCL` file per block (the engine's [`kaas_engine::producer_id_claims`],
+//!   instead, one `O_EXCL` file per block (the engine's [`kaas_engine::block_claims`],
 //!   its on-disk format), above any block the standalone file reserved (a standalone volume
 //!   turned into a cluster).
 //!
@@ -24,7 +24,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use glommio::sync::Semaphore;
-use kaas_engine::producer_id_claims;
+use kaas_engine::block_claims;
 use kaas_engine::{EngineError, Storage};
 
 /// Ids reserved per durable write.
@@ -77,7 +77,12 @@ impl IdBlockStore {
             IdBlockStore::Claims(storage) => {
                 // The first whole block at or after `next`.
                 let from = (next + BLOCK_SIZE - 1).div_euclid(BLOCK_SIZE);
-                let block = producer_id_claims::claim_block(storage, from).await?;
+                let block = block_claims::claim_block(
+                    storage,
+                    &block_claims::producer_id_blocks_dir(),
+                    from,
+                )
+                .await?;
                 Ok(block * BLOCK_SIZE..(block + 1) * BLOCK_SIZE)
             }
         }

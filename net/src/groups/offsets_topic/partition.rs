@@ -82,9 +82,13 @@ impl OffsetsPartition {
         self.next_offset < self.reserved_end
     }
 
-    /// Records that offsets below `end` are reserved durably.
-    pub fn extend_reservation(&mut self, end: i64) {
-        self.reserved_end = self.reserved_end.max(end);
+    /// Records that `offsets` are reserved durably. Offsets skipped below their start (a
+    /// block claimed above the last one) are never used: a gap, as compaction leaves.
+    pub fn extend_reservation(&mut self, offsets: std::ops::Range<i64>) {
+        if offsets.start >= self.reserved_end {
+            self.next_offset = self.next_offset.max(offsets.start);
+        }
+        self.reserved_end = self.reserved_end.max(offsets.end);
     }
 
     /// Number of records held.
@@ -257,8 +261,13 @@ mod tests {
         assert!(partition.append(key("a"), Some(b"1"), 0).is_some());
         assert!(partition.append(key("b"), Some(b"1"), 0).is_some());
         assert_eq!(partition.append(key("c"), Some(b"1"), 0), None);
-        partition.extend_reservation(4);
+        partition.extend_reservation(2..4);
         assert_eq!(partition.append(key("c"), Some(b"1"), 0), Some(2));
+        // A block claimed above: the offsets between are skipped.
+        assert!(partition.append(key("d"), Some(b"1"), 0).is_some());
+        partition.extend_reservation(10..20);
+        assert_eq!(partition.append(key("e"), Some(b"1"), 0), Some(10));
+        assert_eq!(partition.next_offset(), 11);
     }
 
     #[test]

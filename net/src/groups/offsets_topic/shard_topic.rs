@@ -31,7 +31,8 @@ use super::record_format::{
     group_metadata_value, offset_commit_key, offset_commit_value, ClassicGroupMetadata,
     MemberMetadata,
 };
-use super::{leadership, partition_for, reservation, shard_of_partition, PARTITIONS};
+use super::reservation::Reservations;
+use super::{leadership, partition_for, shard_of_partition, PARTITIONS};
 use crate::groups::classic::ClassicGroup;
 use crate::groups::consumer_group::ConsumerGroup;
 use crate::groups::group::{Group, CLASSIC_TAG, CONSUMER_TAG};
@@ -68,6 +69,16 @@ pub struct OffsetsTopic {
     /// The leader epoch each served partition was started at.
     served_at: RefCell<BTreeMap<i32, i32>>,
     syncing: Cell<bool>,
+}
+
+/// How this broker reserves offsets: one file per partition standalone, claimed blocks in a
+/// cluster (where a former leader may still write; see [`super::reservation`]).
+fn reservations(view: &ClusterView) -> Reservations {
+    if view.is_cluster() {
+        Reservations::Claims
+    } else {
+        Reservations::File
+    }
 }
 
 fn wall_clock_ms() -> i64 {
@@ -148,7 +159,8 @@ impl OffsetsTopic {
         let now_ms = wall_clock_ms();
         let records = self.changed_records(groups, view, now_ms);
         for (partition, key, value) in records {
-            self.append(partition, key, value, now_ms).await;
+            self.append(reservations(view), partition, key, value, now_ms)
+                .await;
         }
         self.syncing.set(false);
     }
@@ -180,15 +192,9 @@ impl OffsetsTopic {
             if self.served_at.borrow().contains_key(&partition) {
                 continue;
             }
-            let reserved = async {
-                let start = reservation::load(&self.storage, partition).await?;
-                let end = start + reservation::BLOCK;
-                reservation::store(&self.storage, partition, end).await?;
-                Ok::<_, kaas_engine::EngineError>((start, end))
-            }
-            .await;
+            let reserved = reservations(view).start(&self.storage, partition).await;
             let slot = match reserved {
-                Ok((start, end)) => Slot::Ready(OffsetsPartition::new(start, end)),
+                Ok(offsets) => Slot::Ready(OffsetsPartition::new(offsets.start, offsets.end)),
                 Err(error) => {
                     tracing::error!(partition, %error, "__consumer_offsets: reserving offsets; the partition is not served");
                     Slot::Failed
@@ -292,22 +298,31 @@ impl OffsetsTopic {
     }
 
     /// Appends one record, reserving more offsets first when none is left.
-    async fn append(&self, partition: i32, key: Bytes, value: Option<Bytes>, now_ms: i64) {
-        let reserve = match self.partitions.borrow().get(&partition) {
-            Some(Slot::Ready(p)) if !p.has_reserved_offset() => {
-                Some(p.next_offset() + reservation::BLOCK)
-            }
+    async fn append(
+        &self,
+        reservations: Reservations,
+        partition: i32,
+        key: Bytes,
+        value: Option<Bytes>,
+        now_ms: i64,
+    ) {
+        let reserve_from = match self.partitions.borrow().get(&partition) {
+            Some(Slot::Ready(p)) if !p.has_reserved_offset() => Some(p.next_offset()),
             Some(Slot::Ready(_)) => None,
             _ => return,
         };
-        if let Some(end) = reserve {
-            if let Err(error) = reservation::store(&self.storage, partition, end).await {
-                tracing::error!(partition, %error, "__consumer_offsets: reserving offsets; the partition is not served");
-                self.partitions.borrow_mut().insert(partition, Slot::Failed);
-                return;
-            }
+        if let Some(next) = reserve_from {
+            let reserved = reservations.extend(&self.storage, partition, next).await;
+            let offsets = match reserved {
+                Ok(offsets) => offsets,
+                Err(error) => {
+                    tracing::error!(partition, %error, "__consumer_offsets: reserving offsets; the partition is not served");
+                    self.partitions.borrow_mut().insert(partition, Slot::Failed);
+                    return;
+                }
+            };
             if let Some(Slot::Ready(p)) = self.partitions.borrow_mut().get_mut(&partition) {
-                p.extend_reservation(end);
+                p.extend_reservation(offsets);
             }
         }
         if let Some(Slot::Ready(p)) = self.partitions.borrow_mut().get_mut(&partition) {
@@ -454,7 +469,10 @@ mod tests {
                 let restarted = OffsetsTopic::new(storage.clone(), 0, 1);
                 restarted.sync(&[group], &view).await;
                 let read = restarted.read(PARTITION, 0, 1 << 20).expect("read");
-                assert_eq!(base_offsets(&read), vec![reservation::BLOCK]);
+                assert_eq!(
+                    base_offsets(&read),
+                    vec![crate::groups::offsets_topic::reservation::BLOCK]
+                );
             })
             .expect("executor")
             .join()
@@ -471,5 +489,110 @@ mod tests {
             topic.read(50, 0, 1).err(),
             Some(ErrorCode::UnknownTopicOrPartition)
         );
+    }
+
+    /// A cluster view from broker `me` of an assignment placing partition [`PARTITION`] of
+    /// `__consumer_offsets` on broker `leader` at `leader_epoch` (the others on broker 2).
+    fn offsets_view(me: i32, leader: i32, leader_epoch: i32) -> ClusterView {
+        let placements: Vec<String> = (0..PARTITIONS)
+            .map(|p| {
+                let (broker, epoch) = if p == PARTITION {
+                    (leader, leader_epoch)
+                } else {
+                    (2, 1)
+                };
+                format!(r#"{{"leader": {broker}, "leader_epoch": {epoch}}}"#)
+            })
+            .collect();
+        let text = format!(
+            r#"{{"format": 1, "controller_epoch": 1, "assignment_version": {leader_epoch},
+                "brokers": [{{"id": 0, "host": "a", "port": 9092}}, {{"id": 1, "host": "b", "port": 9092}},
+                            {{"id": 2, "host": "c", "port": 9092}}],
+                "topics": {{"__consumer_offsets": {{"id": "ASNFZ4mrze_-3LqYdlQyEA", "partitions": 50}}}},
+                "partitions": {{"__consumer_offsets": [{}]}}}}"#,
+            placements.join(", ")
+        );
+        let assignment =
+            kaas_cluster::assignment::Assignment::from_json(text.as_bytes()).expect("valid");
+        let view =
+            kaas_cluster::view::ClusterView::new(&assignment, kaas_cluster::ids::BrokerId(me), 1);
+        ClusterView::of_assignment(
+            "c".into(),
+            std::sync::Arc::new(view),
+            &crate::model::topic_config::TopicDefaults::default(),
+        )
+    }
+
+    /// Commits `count` partitions of topic `topic` at offset `at`: one record each.
+    async fn commit_many(store: &GroupStore, topic: &str, count: i32, at: i64) {
+        let changes = (0..count)
+            .map(|partition| GroupChange::Commit {
+                topic: topic.into(),
+                partition,
+                committed: CommittedOffset {
+                    offset: at,
+                    leader_epoch: -1,
+                    metadata: String::new(),
+                    commit_timestamp_ms: 1,
+                },
+            })
+            .collect();
+        store.apply(changes).await.expect("apply");
+    }
+
+    /// Every offset a read of the whole partition returns.
+    fn all_offsets(topic: &OffsetsTopic) -> Vec<i64> {
+        let read = topic.read(PARTITION, 0, usize::MAX).expect("read");
+        base_offsets(&read)
+    }
+
+    #[test]
+    fn a_former_leader_that_wakes_up_cannot_make_offsets_repeat() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let storage = Storage::memory();
+                let config = GroupConfig::default();
+                // Two groups of partition PARTITION ("g55": Kafka's hash too).
+                let small = GroupStore::open(&storage, "lag-tool").await.expect("open");
+                let busy = GroupStore::open(&storage, "g55").await.expect("open");
+                let group =
+                    |store: &GroupStore| Rc::new(Group::from_store(store.clone(), &config, 0));
+                let block = crate::groups::offsets_topic::reservation::BLOCK as i32;
+
+                // Broker 0 leads the partition at leader epoch 1, then is paused.
+                let stale = OffsetsTopic::new(storage.clone(), 0, 1);
+                let stale_view = offsets_view(0, 0, 1);
+                commit_many(&small, "a", block - 5, 1).await;
+                stale.sync(&[group(&small)], &stale_view).await;
+
+                // Broker 1 takes the partition over at epoch 2 and hands out more than two
+                // blocks' worth of offsets.
+                let newer = OffsetsTopic::new(storage.clone(), 0, 1);
+                let newer_view = offsets_view(1, 1, 2);
+                commit_many(&busy, "b", 2 * block + 10, 1).await;
+                newer
+                    .sync(&[group(&small), group(&busy)], &newer_view)
+                    .await;
+                let handed_out = all_offsets(&newer);
+
+                // Broker 0 wakes up with its old view and goes on: it runs out of its block
+                // and reserves the next one.
+                commit_many(&small, "c", 10, 1).await;
+                stale.sync(&[group(&small)], &stale_view).await;
+
+                // Broker 2 takes over at epoch 3: none of its offsets was handed out before.
+                let next = OffsetsTopic::new(storage.clone(), 0, 1);
+                next.sync(&[group(&small), group(&busy)], &offsets_view(2, 2, 3))
+                    .await;
+                let highest = *handed_out.iter().max().expect("offsets");
+                let first = *all_offsets(&next).iter().min().expect("offsets");
+                assert!(
+                    first > highest,
+                    "broker 2 starts at {first}, broker 1 handed out up to {highest}"
+                );
+            })
+            .expect("executor")
+            .join()
+            .expect("join");
     }
 }
