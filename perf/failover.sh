@@ -196,7 +196,9 @@ run_case() {
     done
     log "$case run $run failed; logs in $dir"; KEEP_WORK=1; exit 1; }
   read -r _ assigned _ answered <<<"$answer"
-  log "$case run $run: victim $victim (controller $controller), partitions $owned: assigned ${assigned} s, answered ${answered} s"
+  local shown="$owned"
+  (( ${#owned} <= 60 )) || shown="$(tr ',' '\n' <<<"$owned" | wc -l) of them"
+  log "$case run $run: victim $victim (controller $controller), partitions $shown: assigned ${assigned} s, answered ${answered} s"
   echo "$case $assigned $answered" >>"$results"
   stop_brokers
   for id in 0 1 2; do
