@@ -243,6 +243,15 @@ macro_rules! differential {
 }
 
 differential! {
+    add_partitions_to_txn: add_partitions_to_txn::AddPartitionsToTxnRequest,
+        add_partitions_to_txn::AddPartitionsToTxnResponse, kp::AddPartitionsToTxnRequest;
+    add_offsets_to_txn: add_offsets_to_txn::AddOffsetsToTxnRequest,
+        add_offsets_to_txn::AddOffsetsToTxnResponse, kp::AddOffsetsToTxnRequest;
+    end_txn: end_txn::EndTxnRequest, end_txn::EndTxnResponse, kp::EndTxnRequest;
+    describe_transactions: describe_transactions::DescribeTransactionsRequest,
+        describe_transactions::DescribeTransactionsResponse, kp::DescribeTransactionsRequest;
+    list_transactions: list_transactions::ListTransactionsRequest,
+        list_transactions::ListTransactionsResponse, kp::ListTransactionsRequest;
     produce: produce::ProduceRequest, produce::ProduceResponse, kp::ProduceRequest;
     fetch: fetch::FetchRequest, fetch::FetchResponse, kp::FetchRequest;
     list_offsets: list_offsets::ListOffsetsRequest, list_offsets::ListOffsetsResponse,
@@ -328,6 +337,26 @@ proptest! {
             kp::DescribeLogDirsRequest,
         >(seed, &["is_cordoned"]);
     }
+
+    #[test]
+    fn write_txn_markers(seed in any::<u64>()) {
+        // v2 (Kafka 4.1+) adds `transaction_version` to each marker.
+        check_api_served_beyond_crate::<
+            write_txn_markers::WriteTxnMarkersRequest,
+            write_txn_markers::WriteTxnMarkersResponse,
+            kp::WriteTxnMarkersRequest,
+        >(seed, &["transaction_version"]);
+    }
+
+    #[test]
+    fn txn_offset_commit(seed in any::<u64>()) {
+        // v6 (Kafka 4.4) names topics by id.
+        check_api_served_beyond_crate::<
+            txn_offset_commit::TxnOffsetCommitRequest,
+            txn_offset_commit::TxnOffsetCommitResponse,
+            kp::TxnOffsetCommitRequest,
+        >(seed, &["topic_id"]);
+    }
 }
 
 fn unhex(text: &str) -> Bytes {
@@ -395,5 +424,121 @@ fn describe_log_dirs_v5_matches_kafka_4_4_bytes() {
     assert_eq!(
         DescribeLogDirsRequest::decode_body(&mut unhex("0000"), 5).expect("decodes"),
         DescribeLogDirsRequest { topics: None }
+    );
+}
+
+/// WriteTxnMarkers v1 and v2 as Kafka 4.4's `WriteTxnMarkers{Request,Response}Data` serialize
+/// them (the crate has no v2): ours encode to the same bytes and decode to the same values.
+#[test]
+fn write_txn_markers_match_kafka_4_4_bytes() {
+    use write_txn_markers::*;
+    let request = WriteTxnMarkersRequest {
+        markers: vec![WritableTxnMarker {
+            producer_id: 1234,
+            producer_epoch: 5,
+            transaction_result: true,
+            topics: vec![WritableTxnMarkerTopic {
+                name: "t1".into(),
+                partition_indexes: vec![0, 3],
+            }],
+            coordinator_epoch: 9,
+            transaction_version: 2,
+        }],
+    };
+    let kafka_v2 = "0200000000000004d2000501020374310300000000000000030000000009020000";
+    let kafka_v1 = "0200000000000004d20005010203743103000000000000000300000000090000";
+    assert_eq!(request.to_bytes(2), unhex(kafka_v2));
+    assert_eq!(
+        WriteTxnMarkersRequest::decode_body(&mut unhex(kafka_v2), 2).expect("decodes"),
+        request
+    );
+    // v1 has no `transaction_version`.
+    assert_eq!(request.to_bytes(1), unhex(kafka_v1));
+    let response = WriteTxnMarkersResponse {
+        markers: vec![WritableTxnMarkerResult {
+            producer_id: 1234,
+            topics: vec![WritableTxnMarkerTopicResult {
+                name: "t1".into(),
+                partitions: vec![WritableTxnMarkerPartitionResult {
+                    partition_index: 3,
+                    error_code: 48,
+                }],
+            }],
+        }],
+    };
+    let kafka_v2 = "0200000000000004d2020374310200000003003000000000";
+    assert_eq!(response.to_bytes(2), unhex(kafka_v2));
+    assert_eq!(
+        WriteTxnMarkersResponse::decode_body(&mut unhex(kafka_v2), 2).expect("decodes"),
+        response
+    );
+}
+
+/// TxnOffsetCommit v5 and v6 as Kafka 4.4's `TxnOffsetCommit{Request,Response}Data` serialize
+/// them (the crate has no v6, which names topics by id).
+#[test]
+fn txn_offset_commit_matches_kafka_4_4_bytes() {
+    use kaas_net::protocol::types::Uuid;
+    use txn_offset_commit::*;
+    let mut id = [0u8; 16];
+    id[..8].copy_from_slice(&0x0123_4567_89ab_cdef_u64.to_be_bytes());
+    id[8..].copy_from_slice(&0x0fed_cba9_8765_4321_u64.to_be_bytes());
+    let topic_id = Uuid(id);
+    let request = TxnOffsetCommitRequest {
+        transactional_id: "tx".into(),
+        group_id: "g".into(),
+        producer_id: 77,
+        producer_epoch: 3,
+        generation_id: 4,
+        member_id: "m".into(),
+        group_instance_id: None,
+        topics: vec![TxnOffsetCommitRequestTopic {
+            name: "t1".into(),
+            topic_id,
+            partitions: vec![TxnOffsetCommitRequestPartition {
+                partition_index: 2,
+                committed_offset: 100,
+                committed_leader_epoch: 1,
+                committed_metadata: Some("md".into()),
+            }],
+        }],
+    };
+    let kafka_v6 =
+        "0374780267000000000000004d000300000004026d00020123456789abcdef0fedcba98765432102\
+                    00000002000000000000006400000001036d64000000";
+    let kafka_v5 =
+        "0374780267000000000000004d000300000004026d00020374310200000002000000000000006400\
+                    000001036d64000000";
+    assert_eq!(request.to_bytes(6), unhex(kafka_v6));
+    assert_eq!(request.to_bytes(5), unhex(kafka_v5));
+    let v6_only = TxnOffsetCommitRequest {
+        topics: vec![TxnOffsetCommitRequestTopic {
+            name: String::new(),
+            ..request.topics[0].clone()
+        }],
+        ..request.clone()
+    };
+    assert_eq!(
+        TxnOffsetCommitRequest::decode_body(&mut unhex(kafka_v6), 6).expect("decodes"),
+        v6_only
+    );
+    let response = TxnOffsetCommitResponse {
+        throttle_time_ms: 1,
+        topics: vec![TxnOffsetCommitResponseTopic {
+            name: "t1".into(),
+            topic_id,
+            partitions: vec![TxnOffsetCommitResponsePartition {
+                partition_index: 2,
+                error_code: 0,
+            }],
+        }],
+    };
+    assert_eq!(
+        response.to_bytes(6),
+        unhex("00000001020123456789abcdef0fedcba98765432102000000020000000000")
+    );
+    assert_eq!(
+        response.to_bytes(5),
+        unhex("000000010203743102000000020000000000")
     );
 }

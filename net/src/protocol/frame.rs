@@ -378,4 +378,17 @@ apis! {
         list_partition_reassignments::ListPartitionReassignmentsResponse;
     DescribeProducers => describe_producers::DescribeProducersRequest,
         describe_producers::DescribeProducersResponse;
+    AddPartitionsToTxn => add_partitions_to_txn::AddPartitionsToTxnRequest,
+        add_partitions_to_txn::AddPartitionsToTxnResponse;
+    AddOffsetsToTxn => add_offsets_to_txn::AddOffsetsToTxnRequest,
+        add_offsets_to_txn::AddOffsetsToTxnResponse;
+    EndTxn => end_txn::EndTxnRequest, end_txn::EndTxnResponse;
+    WriteTxnMarkers => write_txn_markers::WriteTxnMarkersRequest,
+        write_txn_markers::WriteTxnMarkersResponse;
+    TxnOffsetCommit => txn_offset_commit::TxnOffsetCommitRequest,
+        txn_offset_commit::TxnOffsetCommitResponse;
+    DescribeTransactions => describe_transactions::DescribeTransactionsRequest,
+        describe_transactions::DescribeTransactionsResponse;
+    ListTransactions => list_transactions::ListTransactionsRequest,
+        list_transactions::ListTransactionsResponse;
 }
