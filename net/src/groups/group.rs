@@ -15,6 +15,7 @@ use crate::groups::clock::wall_ms;
 use crate::groups::config::GroupConfig;
 use crate::groups::consumer_group::{ConsumerGroup, TopicSnapshot};
 use crate::model::cluster_view::ClusterView;
+use crate::model::offsets_topic;
 use crate::protocol::ErrorCode;
 
 /// Metadata blob tag of a classic group.
@@ -84,11 +85,15 @@ impl Drop for BusyGuard<'_> {
     }
 }
 
-/// The topics of a cluster view as a consumer group assigns them.
+/// The topics of a cluster view as a consumer group assigns them: the user topics and, where
+/// this broker serves it, `__consumer_offsets` (Kafka resolves a subscription, by name or by
+/// regex, against every topic, internal ones included).
 pub fn topic_snapshot(view: &ClusterView) -> TopicSnapshot {
+    let offsets_topic = offsets_topic::is_served(view).then(|| offsets_topic::topic_info(view));
     TopicSnapshot::new(
         view.topics
             .values()
+            .chain(offsets_topic.as_ref())
             .map(|t| (t.name().to_string(), t.id(), t.partitions())),
     )
 }
@@ -195,5 +200,22 @@ impl Group {
                 None => ErrorCode::None,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subscriptions_resolve_against_consumer_offsets_too() {
+        let view = ClusterView::default();
+        assert!(offsets_topic::is_served(&view), "a standalone broker serves it");
+        let snapshot = topic_snapshot(&view);
+        let (id, partitions) = snapshot
+            .by_name(offsets_topic::NAME)
+            .expect("__consumer_offsets is in the snapshot");
+        assert_eq!(partitions, offsets_topic::PARTITIONS);
+        assert_eq!(id, offsets_topic::topic_info(&view).id());
     }
 }

@@ -1428,6 +1428,36 @@ def group_kip848_churn(ctx):
             m.stop.set()
 
 
+def group_kip848_regex_internal(ctx):
+    """KIP-848 (group.protocol=consumer): a subscription to the regex `^__consumer_offsets$` is
+    resolved by the broker against every topic, internal ones included, as Kafka 4.4 resolves
+    it: the member is assigned every partition of `__consumer_offsets` and no other topic."""
+    admin = ctx.admin()
+    metadata = admin.list_topics(timeout=10)
+    internal = metadata.topics.get("__consumer_offsets")
+    check(internal is not None, "Metadata lists __consumer_offsets")
+    want = {("__consumer_offsets", p) for p in internal.partitions}
+    group = unique_group("kip848-regex-internal")
+    c = confluent_kafka.Consumer({"bootstrap.servers": ctx.bootstrap, "group.id": group,
+                                  "group.protocol": "consumer", "enable.auto.commit": False,
+                                  "auto.offset.reset": "earliest"})
+    try:
+        c.subscribe(["^__consumer_offsets$"])
+        owned = {}
+
+        def assigned():
+            c.poll(0.2)
+            owned["now"] = {(tp.topic, tp.partition) for tp in c.assignment()}
+            return owned["now"] == want
+        try:
+            wait_until("the member to own every partition of __consumer_offsets", 30, assigned, 0)
+        except Failure as e:
+            raise Failure(f"{e}; owns {sorted(owned.get('now', set()))[:5]}... "
+                          f"({len(owned.get('now', set()))} of {len(want)})")
+    finally:
+        c.close()
+
+
 SCENARIOS = {
     "produce-consume": produce_consume,
     "fetch-limits": fetch_limits,
@@ -1442,6 +1472,7 @@ SCENARIOS = {
     "group-rebalance": group_rebalance,
     "group-resubscribe": group_resubscribe,
     "group-kip848-churn": group_kip848_churn,
+    "group-kip848-regex-internal": group_kip848_regex_internal,
     "compression-type": compression_type,
 }
 
