@@ -203,6 +203,17 @@ pub enum BatchError {
     /// batch order. The batch is well formed otherwise.
     #[error("{} record(s) break the topic's record rules", .0.len())]
     RecordsRefused(Vec<RecordFaultAt>),
+    /// A record of a compressed batch decompresses to more than the topic's
+    /// `max.decompressed.message.bytes`.
+    #[error("record {index} decompresses to {size} bytes, more than the maximum of {max}")]
+    RecordTooLarge {
+        /// Position of the record in the batch.
+        index: u32,
+        /// Its decompressed size (length prefix and body).
+        size: usize,
+        /// The topic's `max.decompressed.message.bytes`.
+        max: usize,
+    },
     /// A client sent a control batch (transaction marker); only the broker writes those.
     #[error("clients are not allowed to write control batches")]
     ControlBatch,
@@ -573,7 +584,8 @@ fn check_batch(
             walk_records_exact(section, &header, checks)?;
         }
         Some(codec) if walk == RecordWalk::All => compression::with_scratch(|records| {
-            compression::decompress(codec, section, records, max_batch_bytes)?;
+            let limit = compression::decompressed_limit(max_batch_bytes);
+            compression::decompress(codec, section, records, limit)?;
             walk_records_exact(records, &header, checks)
         })?,
         // The other cases walk nothing (check_counts refused undefined codecs).

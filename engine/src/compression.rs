@@ -35,7 +35,11 @@
 //! - The streaming decoders' own memory is bounded apart from the output: gzip keeps a 32 KiB
 //!   window, lz4 buffers sized by the frame's declared block size (4 MiB blocks at most).
 //! - The output buffer is the caller's: the produce path passes one per-thread scratch buffer
-//!   ([`with_scratch`]), so validation allocates nothing per batch once it has warmed up.
+//!   ([`with_scratch`]), so validation allocates nothing per batch once it has warmed up
+//!   (batches past [`SCRATCH_KEEP_BYTES`] decompressed allocate, and give the memory back).
+//! - The produce path's cap is [`decompressed_limit`]: [`MAX_DECOMPRESSED_BATCH`], a memory
+//!   bound of kaas's, not `max.message.bytes`, which bounds a batch on the wire (as in Kafka;
+//!   each record is bounded by `max.decompressed.message.bytes`, `crate::batch::record_rules`).
 
 use std::cell::RefCell;
 use std::io::{ErrorKind, Read, Write};
@@ -131,6 +135,18 @@ pub enum CompressionError {
         /// The encoder's complaint.
         reason: String,
     },
+}
+
+/// The most a compressed batch's records may take decompressed, whatever `max.message.bytes`
+/// allows compressed: a memory bound of kaas's (Kafka streams a batch record by record and
+/// bounds only each record, by `max.decompressed.message.bytes`). A batch of 1 MiB that
+/// inflates 64-fold still fits.
+pub const MAX_DECOMPRESSED_BATCH: usize = 64 << 20;
+
+/// The cap for decompressing a batch whose compressed size is at most `max_batch_bytes`:
+/// [`MAX_DECOMPRESSED_BATCH`], or `max_batch_bytes` when that is larger.
+pub fn decompressed_limit(max_batch_bytes: usize) -> usize {
+    max_batch_bytes.max(MAX_DECOMPRESSED_BATCH)
 }
 
 /// Bytes moved from a streaming decoder per read.

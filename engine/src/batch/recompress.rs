@@ -51,7 +51,8 @@ pub fn recompress_batches(
         let start = out.len();
         out.extend_from_slice(&batch[..BATCH_HEADER_LEN]);
         compression::with_scratch(|records| {
-            compression::decompress(codec, &batch[BATCH_HEADER_LEN..], records, max_batch_bytes)?;
+            let limit = compression::decompressed_limit(max_batch_bytes);
+            compression::decompress(codec, &batch[BATCH_HEADER_LEN..], records, limit)?;
             compression::compress(target.codec, target.level, records, &mut out)
         })?;
         let rewritten = &mut out[start..];

@@ -7,7 +7,12 @@
 //! - a `CreateTime` topic refuses a record whose timestamp is more than
 //!   `message.timestamp.before.max.ms` before the broker's clock or more than
 //!   `message.timestamp.after.max.ms` after it. A record without a timestamp (-1) passes, and
-//!   `LogAppendTime` topics check nothing (the broker's clock replaces the timestamps).
+//!   `LogAppendTime` topics check nothing (the broker's clock replaces the timestamps);
+//! - a record of a compressed batch may decompress to at most `max.decompressed.message.bytes`
+//!   (its length prefix and body), else the batch is refused
+//!   ([`crate::batch::BatchError::RecordTooLarge`], INVALID_RECORD in Kafka). The batch as a
+//!   whole is bounded by its compressed size (`max.message.bytes`) and, decompressed, only by
+//!   the memory bound of [`crate::compression::MAX_DECOMPRESSED_BATCH`].
 //!
 //! Every record is checked and every fault is reported with its record's index (KIP-467's
 //! `record_errors`); a record missing its key is reported for that and not for its
@@ -28,7 +33,13 @@ pub struct RecordRules {
     pub timestamp_before_max_ms: i64,
     /// `message.timestamp.after.max.ms`: how far in the future a `CreateTime` record may be.
     pub timestamp_after_max_ms: i64,
+    /// `max.decompressed.message.bytes`: the most one record of a compressed batch may take
+    /// once decompressed.
+    pub max_decompressed_record_bytes: usize,
 }
+
+/// Kafka's default `max.decompressed.message.bytes`.
+pub const DEFAULT_MAX_DECOMPRESSED_RECORD_BYTES: usize = 2_147_483_639;
 
 impl Default for RecordRules {
     fn default() -> Self {
@@ -36,6 +47,7 @@ impl Default for RecordRules {
             keys_required: false,
             timestamp_before_max_ms: i64::MAX,
             timestamp_after_max_ms: i64::MAX,
+            max_decompressed_record_bytes: DEFAULT_MAX_DECOMPRESSED_RECORD_BYTES,
         }
     }
 }
@@ -189,6 +201,7 @@ mod tests {
             keys_required: true,
             timestamp_before_max_ms: 0,
             timestamp_after_max_ms: 0,
+            ..RecordRules::default()
         };
         let checks = checks(rules, TopicTimestampType::LogAppendTime);
         assert_eq!(checks.check(record(true, 0)), None);

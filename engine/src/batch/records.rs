@@ -58,12 +58,27 @@ pub(super) fn walk_records_exact(
         ));
     }
     let log_append_time = header.timestamp_type() == TimestampType::LogAppendTime;
+    // Kafka bounds each record of a compressed batch, decompressed; an uncompressed batch is
+    // bounded as a whole by `max.message.bytes`.
+    let max_record = match checks {
+        Some(checks) if header.compression_id() != 0 => checks.rules.max_decompressed_record_bytes,
+        _ => usize::MAX,
+    };
     let mut faults = Vec::new();
     let mut cursor = Cursor::new(records);
     for index in 0..count {
+        let start = cursor.pos;
         let len = cursor.varint()?;
         let len = usize::try_from(len)
             .map_err(|_| BatchError::InvalidRecords("negative record length"))?;
+        let size = (cursor.pos - start).saturating_add(len);
+        if size > max_record {
+            return Err(BatchError::RecordTooLarge {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+                size,
+                max: max_record,
+            });
+        }
         let body = cursor.take(len)?;
         let fields = check_record_body(body)?;
         if usize::try_from(fields.offset_delta).ok() != Some(index) {

@@ -298,31 +298,40 @@ fn test_snappy_bomb_is_refused_by_its_declared_length() {
     assert_eq!(
         validate_batches(&bomb, MAX),
         Err(BatchError::Compression(CompressionError::TooLarge {
-            cap: MAX
+            cap: compression::MAX_DECOMPRESSED_BATCH
         }))
     );
 }
 
 #[test]
-fn test_records_inflating_past_the_maximum_are_refused() {
+fn test_records_inflate_up_to_the_memory_bound_not_the_batch_size() {
     let value = vec![0u8; 4096];
     let records: Vec<TestRecord<'_>> = (0..64).map(|_| (None, Some(&value[..]))).collect();
     let plain = encode_batch_for_tests(&records, 1, -1, 0, -1);
+    // 17 records of 4 MiB: past the 64 MiB bound once decompressed.
+    let huge = vec![0u8; 4 << 20];
+    let records: Vec<TestRecord<'_>> = (0..17).map(|_| (None, Some(&huge[..]))).collect();
+    let plain_huge = encode_batch_for_tests(&records, 1, -1, 0, -1);
     for codec in CODECS {
         let target = CompressionTarget { codec, level: None };
         let batch = recompress::recompress_batches(&plain, target, usize::MAX)
             .unwrap()
             .unwrap();
-        // Small on the wire, 256 KiB of records: a cap between the two refuses it.
+        // Small on the wire, 256 KiB of records: the batch size bounds the wire size only,
+        // as in Kafka (a record is bounded by max.decompressed.message.bytes).
         assert!(batch.len() < 64 << 10, "{codec:?}: {}", batch.len());
+        assert!(validate_batches(&batch, 128 << 10).is_ok(), "{codec:?}");
+        let bomb = recompress::recompress_batches(&plain_huge, target, usize::MAX)
+            .unwrap()
+            .unwrap();
+        assert!(bomb.len() < 4 << 20, "{codec:?}: {}", bomb.len());
         assert_eq!(
-            validate_batches(&batch, 128 << 10),
+            validate_batches(&bomb, 4 << 20),
             Err(BatchError::Compression(CompressionError::TooLarge {
-                cap: 128 << 10
+                cap: compression::MAX_DECOMPRESSED_BATCH
             })),
             "{codec:?}"
         );
-        assert!(validate_batches(&batch, 512 << 10).is_ok(), "{codec:?}");
     }
 }
 
@@ -740,5 +749,53 @@ mod produced_records_meet_the_topic_rules {
             validate_produced_batches(&batch, MAX, &checks(true, i64::MAX)),
             Err(BatchError::InvalidRecords(_))
         ));
+    }
+
+    /// A compressed batch of `records` records of `value_len` zero bytes each.
+    fn zeros(codec: Codec, records: usize, value_len: usize) -> Vec<u8> {
+        let value = vec![0u8; value_len];
+        let list: Vec<TestRecord> = (0..records)
+            .map(|_| (Some(b"k".as_slice()), Some(value.as_slice())))
+            .collect();
+        let plain = encode_batch_for_tests(&list, 1_700_000_000_000, -1, 0, -1);
+        recompress::recompress_batches(&plain, CompressionTarget { codec, level: None }, usize::MAX)
+            .expect("compress")
+            .unwrap_or(plain)
+    }
+
+    #[test]
+    fn a_batch_may_decompress_past_max_message_bytes() {
+        // 3 MiB of records in a batch a few KiB long, under Kafka's default 1 MiB limit.
+        let batch = zeros(Codec::Zstd, 3, 1 << 20);
+        assert!(
+            batch.len() < 64 << 10,
+            "compressed to {} bytes",
+            batch.len()
+        );
+        let checks = checks(false, i64::MAX);
+        assert!(validate_produced_batches(&batch, 1_048_588, &checks).is_ok());
+    }
+
+    #[test]
+    fn each_record_is_bounded_by_max_decompressed_message_bytes() {
+        let batch = zeros(Codec::Gzip, 3, 1000);
+        let mut checks = checks(false, i64::MAX);
+        // Each record: length varint (2 bytes), attributes, timestamp and offset deltas,
+        // key length and key, value length (2 bytes) and 1000 bytes, no headers.
+        let record = 2 + 1 + 1 + 1 + 1 + 1 + 2 + 1000 + 1;
+        checks.rules.max_decompressed_record_bytes = record;
+        assert!(validate_produced_batches(&batch, MAX, &checks).is_ok());
+        checks.rules.max_decompressed_record_bytes = record - 1;
+        assert_eq!(
+            validate_produced_batches(&batch, MAX, &checks),
+            Err(BatchError::RecordTooLarge {
+                index: 0,
+                size: record,
+                max: record - 1,
+            })
+        );
+        // Uncompressed records are bounded by the batch size only, as in Kafka.
+        let plain = zeros(Codec::None, 3, 1000);
+        assert!(validate_produced_batches(&plain, MAX, &checks).is_ok());
     }
 }

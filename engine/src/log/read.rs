@@ -11,7 +11,7 @@ use crate::segment_reader::BatchRead;
 use super::{FetchedRecords, PartitionLog};
 
 /// How far one batch may decompress when ListOffsets looks inside it.
-const MAX_DECOMPRESSED_BATCH: usize = 64 << 20;
+const MAX_DECOMPRESSED_BATCH: usize = crate::compression::MAX_DECOMPRESSED_BATCH;
 
 impl PartitionLog {
     /// Reads whole batches starting with the one holding `offset`, up to `max_bytes` but at

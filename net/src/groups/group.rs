@@ -210,7 +210,10 @@ mod tests {
     #[test]
     fn subscriptions_resolve_against_consumer_offsets_too() {
         let view = ClusterView::default();
-        assert!(offsets_topic::is_served(&view), "a standalone broker serves it");
+        assert!(
+            offsets_topic::is_served(&view),
+            "a standalone broker serves it"
+        );
         let snapshot = topic_snapshot(&view);
         let (id, partitions) = snapshot
             .by_name(offsets_topic::NAME)

@@ -111,6 +111,7 @@ pub fn batch_error_code(error: &BatchError) -> ErrorCode {
         | BatchError::InvalidRecords(_)
         | BatchError::OffsetDeltaMismatch { .. }
         | BatchError::ControlBatch
+        | BatchError::RecordTooLarge { .. }
         | BatchError::MissingSequence { .. } => ErrorCode::InvalidRecord,
         BatchError::RecordsRefused(faults) => {
             let timestamps = faults

@@ -28,6 +28,7 @@ type scenario struct {
 var scenarios = []scenario{
 	{"produce-consume", produceConsume},
 	{"fetch-limits", fetchLimits},
+	{"decompressed-limits", decompressedLimits},
 	{"long-poll", longPoll},
 	{"idempotence", idempotence},
 	{"auto-create", autoCreate},

@@ -222,6 +222,9 @@ impl TopicConfig {
                 keys_required: compacts,
                 timestamp_before_max_ms: self.number("message.timestamp.before.max.ms", defaults),
                 timestamp_after_max_ms: self.number("message.timestamp.after.max.ms", defaults),
+                max_decompressed_record_bytes: self
+                    .number("max.decompressed.message.bytes", defaults)
+                    .max(1) as usize,
             },
             ..LogConfig::default()
         }
@@ -265,6 +268,10 @@ mod tests {
         );
         assert_eq!(config.retention_bytes, None);
         assert_eq!(config.max_batch_bytes, 1_048_588);
+        assert_eq!(
+            config.record_rules.max_decompressed_record_bytes,
+            2_147_483_639
+        );
         assert_eq!(config.index_interval_bytes, 4096);
     }
 
