@@ -11,7 +11,7 @@ use crate::ids::{
     AssignmentVersion, BrokerId, ControllerEpoch, GroupId, LeaderEpoch, ShardIndex, TopicId,
     TopicName, TopicPartition,
 };
-use crate::internal_topics::{is_internal, offsets_partition};
+use crate::internal_topics::{offsets_partition, OFFSETS_TOPIC};
 use crate::placement::{fallback_coordinator, group_shard, offsets_partition_shard, owner_shard};
 
 /// One topic as the cluster knows it.
@@ -73,7 +73,7 @@ impl ClusterView {
                 partitions: topic.partitions.len() as i32,
                 configs: topic.configs.clone(),
             });
-            if is_internal(name.as_str()) {
+            if name.as_str() == OFFSETS_TOPIC {
                 offsets_partitions = topic
                     .partitions
                     .iter()
@@ -93,7 +93,7 @@ impl ClusterView {
         // `Assignment::partitions` yields topic then partition order, so every `led_by` list
         // comes out sorted.
         for (partition, leader) in assignment.partitions() {
-            if is_internal(partition.topic.as_str()) {
+            if partition.topic.as_str() == OFFSETS_TOPIC {
                 continue;
             }
             let placement = PartitionPlacement {

@@ -17,6 +17,7 @@
 //!     producer-id-blocks/                  a cluster's producer-id block claims
 //!     consumer-offsets/<partition>         reserved offsets of `__consumer_offsets` (standalone)
 //!     consumer-offsets/<partition>-blocks/<n>  a claimed block of them (cluster mode)
+//!     transaction-state-requested          `__transaction_state` is wanted (first transactional client)
 //!     dma-probe                            4 KiB read by each executor at start (glommio's
 //!                                          polled-I/O probe; the engine's `dma_probe`)
 //!   topics/<topic>/<partition>/            a standalone broker's partition
@@ -53,6 +54,9 @@ pub const PRODUCER_ID_BLOCK_FILE: &str = "producer-id-block";
 pub const PRODUCER_ID_BLOCKS_DIR: &str = "producer-id-blocks";
 /// In [`CLUSTER_DIR`]: the reserved offsets of each `__consumer_offsets` partition.
 pub const CONSUMER_OFFSETS_DIR: &str = "consumer-offsets";
+/// In [`CLUSTER_DIR`]: created (empty) by the first broker that needs transactions; from then
+/// on the controller places `__transaction_state` like every other topic.
+pub const TRANSACTION_STATE_REQUESTED_FILE: &str = "transaction-state-requested";
 /// In [`CLUSTER_DIR`]: the file each executor reads with direct I/O before any other (the
 /// engine's `dma_probe`).
 pub const DMA_PROBE_FILE: &str = "dma-probe";

@@ -20,7 +20,8 @@
 //!
 //! While leading, each tick also lists the consumer groups stored on the volume and feeds
 //! them (`GroupsKnown`) when they changed, so `assignment.json`'s `consumerGroups` names
-//! every group's coordinator.
+//! every group's coordinator, and until it finds `__cluster/transaction-state-requested`,
+//! looks for it (`TransactionStateRequested`: from then on `__transaction_state` is placed).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -65,6 +66,8 @@ pub(crate) struct ControllerLoop {
     heartbeats: mpsc::UnboundedReceiver<HeartbeatEvent>,
     /// The groups last fed as `GroupsKnown`.
     groups_known: Option<BTreeSet<kaas_cluster::ids::GroupId>>,
+    /// `TransactionStateRequested` was fed (once is enough: the controller keeps it).
+    transaction_state_fed: bool,
     /// A `ReadVolume` that failed, to be retried at the next tick.
     retry_read: bool,
     /// A `RecordEpoch` that failed, to be retried at the next tick.
@@ -92,6 +95,7 @@ impl ControllerLoop {
             tick,
             heartbeats,
             groups_known: None,
+            transaction_state_fed: false,
             retry_read: false,
             retry_record: None,
         }
@@ -204,8 +208,24 @@ impl ControllerLoop {
         }
         if leading {
             self.feed_groups_if_changed().await;
+            self.feed_transaction_state_if_requested().await;
         }
         self.feed(Input::Tick).await;
+    }
+
+    /// Feeds `TransactionStateRequested` once a broker asked for `__transaction_state`.
+    async fn feed_transaction_state_if_requested(&mut self) {
+        if self.transaction_state_fed {
+            return;
+        }
+        match self.volume.transaction_state_requested().await {
+            Ok(true) => {
+                self.transaction_state_fed = true;
+                self.feed(Input::TransactionStateRequested).await;
+            }
+            Ok(false) => {}
+            Err(error) => tracing::warn!(%error, "cannot read whether transactions were asked for"),
+        }
     }
 
     /// Feeds the groups stored on the volume when they differ from those fed last.

@@ -127,6 +127,19 @@ impl Volume {
         Ok(written)
     }
 
+    /// Whether a broker asked for `__transaction_state`
+    /// (`__cluster/transaction-state-requested` exists).
+    pub(crate) async fn transaction_state_requested(&self) -> std::io::Result<bool> {
+        let path = self.dir.join(kaas_volume::TRANSACTION_STATE_REQUESTED_FILE);
+        blocking(move || match std::fs::metadata(&path) {
+            Ok(_) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(error) => Err(error),
+        })
+        .await
+        .map_err(std::io::Error::other)?
+    }
+
     /// The consumer groups with a store on the volume (`<data>/groups/`), by the names of
     /// their directories; a group whose id is too long to be spelled in its directory's name
     /// (over 200 encoded bytes) is left out.

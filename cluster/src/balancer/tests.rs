@@ -268,8 +268,12 @@ fn groups_follow_the_leaders_of_their_offsets_partitions_across_a_departure() {
         &[("orders", 1, 6)],
         &["billing", "lag-tool", "g7"],
     );
-    inputs.topics =
-        crate::internal_topics::with_internal_topics(&inputs.topics, None, ControllerEpoch(2));
+    inputs.topics = crate::internal_topics::with_internal_topics(
+        &inputs.topics,
+        None,
+        ControllerEpoch(2),
+        false,
+    );
     let first = inputs.balance(None, 2);
     let offsets = |assignment: &Assignment, group: &str| {
         let partition = crate::internal_topics::offsets_partition(group);

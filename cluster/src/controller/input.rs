@@ -90,6 +90,9 @@ pub enum Input {
     TopicsChanged(BTreeMap<TopicName, TopicInfo>),
     /// Every consumer group known to exist: the whole set, each time it changes.
     GroupsKnown(BTreeSet<GroupId>),
+    /// A broker asked for `__transaction_state` (the first transactional client came): the
+    /// controller places it from now on (`crate::internal_topics`).
+    TransactionStateRequested,
     /// The assignment of [`super::Action::WriteAssignment`] with this version is durable.
     AssignmentWritten {
         /// Its version.

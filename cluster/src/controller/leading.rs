@@ -47,7 +47,9 @@ pub(super) struct Context<'a> {
     pub alive: BTreeMap<BrokerId, BrokerEndpoint>,
     pub topics: &'a BTreeMap<TopicName, TopicInfo>,
     pub groups: Option<&'a BTreeSet<GroupId>>,
-    /// Raised whenever topics, groups or the ready set change.
+    /// A broker asked for `__transaction_state`.
+    pub transaction_state_requested: bool,
+    /// Raised whenever topics, groups, the internal topics or the ready set change.
     pub generation: u64,
     /// (reporting broker, partition, claim epoch) from heartbeats.
     pub fenced: Vec<(BrokerId, TopicPartition, LeaderEpoch)>,
@@ -159,7 +161,12 @@ impl Leading {
             }
         };
         let base = self.base().cloned();
-        let topics = with_internal_topics(context.topics, base.as_deref(), context.epoch);
+        let topics = with_internal_topics(
+            context.topics,
+            base.as_deref(),
+            context.epoch,
+            context.transaction_state_requested,
+        );
         if let Some(base) = &base {
             for (broker, partition, claim) in &context.fenced {
                 // Only the leader this controller wants matters: another broker's report

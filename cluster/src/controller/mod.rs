@@ -104,6 +104,7 @@ pub struct Controller {
     ready: Option<BTreeSet<BrokerId>>,
     topics: Option<BTreeMap<TopicName, TopicInfo>>,
     groups: Option<BTreeSet<GroupId>>,
+    transaction_state_requested: bool,
     generation: u64,
     term: Option<Term>,
 }
@@ -162,6 +163,12 @@ impl Controller {
             Input::GroupsKnown(groups) => {
                 self.groups = Some(groups);
                 self.generation += 1;
+            }
+            Input::TransactionStateRequested => {
+                if !self.transaction_state_requested {
+                    self.transaction_state_requested = true;
+                    self.generation += 1;
+                }
             }
             Input::AssignmentWritten { version } => {
                 if let Some(leading) = self.leading_mut() {
@@ -390,6 +397,7 @@ impl Controller {
             alive,
             topics,
             groups: self.groups.as_ref(),
+            transaction_state_requested: self.transaction_state_requested,
             generation: self.generation,
             fenced: self
                 .registry

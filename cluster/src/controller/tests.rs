@@ -495,3 +495,31 @@ fn shutdown_releases_the_lease_and_groups_are_named() {
     );
     assert_eq!(harness.controller.leading_epoch(), None);
 }
+
+#[test]
+fn the_transaction_state_topic_is_placed_once_requested() {
+    let mut harness = Harness::new();
+    let first = harness.win(1, None);
+    let name = crate::internal_topics::transaction_state_topic_name();
+    assert!(
+        !first.topics().contains_key(&name),
+        "not before a broker asks"
+    );
+    let written = writes(&harness.feed(Input::TransactionStateRequested));
+    assert_eq!(written.len(), 1);
+    let topic = &written[0].topics()[&name];
+    assert_eq!(
+        topic.partitions.len() as i32,
+        crate::internal_topics::TRANSACTION_STATE_PARTITIONS
+    );
+    assert!(
+        written[0]
+            .partitions()
+            .filter(|(partition, _)| partition.topic == name)
+            .count()
+            == 50,
+        "every partition has a leader"
+    );
+    // Asking again changes nothing.
+    assert!(writes(&harness.feed(Input::TransactionStateRequested)).is_empty());
+}

@@ -36,9 +36,22 @@ pub async fn handle(shard: &Rc<Shard>, request: CreateTopicsRequest) -> CreateTo
             results.push(result);
             continue;
         }
-        if offsets_topic::is_offsets_topic(&topic.name) {
+        let exists = offsets_topic::is_offsets_topic(&topic.name)
+            || shard.view.load().topic(&topic.name).is_some();
+        if kaas_cluster::internal_topics::is_internal(&topic.name) && exists {
             result.error_code = ErrorCode::TopicAlreadyExists.code();
             result.error_message = Some(format!("Topic '{}' already exists.", topic.name));
+            results.push(result);
+            continue;
+        }
+        // `__transaction_state` is created by the brokers when the first transactional
+        // client comes (Kafka also lets a client create it first).
+        if kaas_cluster::internal_topics::is_internal(&topic.name) {
+            result.error_code = ErrorCode::InvalidTopicException.code();
+            result.error_message = Some(format!(
+                "Topic '{}' is internal: the brokers create it when it is first needed.",
+                topic.name
+            ));
             results.push(result);
             continue;
         }

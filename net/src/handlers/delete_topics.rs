@@ -47,7 +47,19 @@ pub async fn handle(
             (Some(name), _) if !name.is_empty() => offsets_topic::is_offsets_topic(name),
             (_, id) => offsets_topic::topic_by_id(&view, &id).is_some(),
         };
+        let transaction_state = resolved
+            .as_deref()
+            .is_some_and(|name| name == kaas_cluster::internal_topics::TRANSACTION_STATE_TOPIC);
         match resolved {
+            // `__transaction_state` holds the state of every open transaction.
+            Some(_) if transaction_state => {
+                result.name = Some(kaas_cluster::internal_topics::TRANSACTION_STATE_TOPIC.into());
+                result.error_code = ErrorCode::InvalidTopicException.code();
+                result.error_message = Some(format!(
+                    "Cannot delete internal topic {}: it holds the state of the transactions.",
+                    kaas_cluster::internal_topics::TRANSACTION_STATE_TOPIC
+                ));
+            }
             // `__consumer_offsets` is the groups' own state, not a log to remove.
             None if internal => {
                 result.name = Some(offsets_topic::NAME.into());

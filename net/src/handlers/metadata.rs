@@ -107,7 +107,7 @@ fn topic_metadata(view: &ClusterView, topic: &Arc<TopicInfo>) -> MetadataRespons
         error_code: ErrorCode::None.code(),
         name: Some(topic.name().to_string()),
         topic_id: topic.id(),
-        is_internal: false,
+        is_internal: kaas_cluster::internal_topics::is_internal(topic.name()),
         partitions: (0..topic.partitions())
             .map(|partition| {
                 let (leader, leader_epoch) = if offsets_topic::is_offsets_topic(topic.name()) {

@@ -63,13 +63,13 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
         } else {
             view.topic(&topic_data.name)
         };
-        // Clients may not write to `__consumer_offsets` (Kafka: INVALID_TOPIC_EXCEPTION), nor
-        // to a user topic of that name an earlier version auto-created.
+        // Clients may not write to the internal topics (Kafka: INVALID_TOPIC_EXCEPTION), nor
+        // to a user topic of such a name an earlier version auto-created.
         let internal = if version >= 13 {
             offsets_topic::topic_by_id(&view, &topic_data.topic_id).is_some()
         } else {
-            offsets_topic::is_offsets_topic(&topic_data.name)
-        } || found.is_some_and(|t| offsets_topic::is_offsets_topic(t.name()));
+            kaas_cluster::internal_topics::is_internal(&topic_data.name)
+        } || found.is_some_and(|t| kaas_cluster::internal_topics::is_internal(t.name()));
         let topic = found.filter(|_| !internal);
         let unknown = if internal {
             ErrorCode::InvalidTopicException
