@@ -140,8 +140,9 @@ final class OffsetsTopic {
                 check(after > before, "high watermark of %s did not advance: %d then %d", tp, before, after);
             }
 
-            // A pattern subscription that matches the internal topic does not get it: the
-            // classic protocol filters on the client (is_internal), KIP-848 on the broker.
+            // A pattern subscription that matches the internal topic does not get it: the Java
+            // client resolves a Pattern itself and skips internal topics, for both protocols (a
+            // regex sent to the broker, SubscriptionPattern, would get it, as on Kafka 4.4).
             for (String protocol : List.of("classic", "consumer")) {
                 Map<String, Object> patterned = new HashMap<>();
                 patterned.put(ConsumerConfig.GROUP_ID_CONFIG, group + "-pattern-" + protocol);
