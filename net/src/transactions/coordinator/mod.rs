@@ -468,7 +468,7 @@ impl TransactionCoordinator {
             if let Some(metadata) = self.transactions.get_mut(&id) {
                 metadata.pending_state = None;
             }
-            self.answer_write(write.purpose, refused.error_code(), None, actions);
+            self.answer_write(write.purpose, refused.error_code(), actions);
             return;
         }
         match write.purpose {
@@ -510,20 +510,12 @@ impl TransactionCoordinator {
                 }
             }
         }
-        self.answer_write(write.purpose, error, None, actions);
+        self.answer_write(write.purpose, error, actions);
     }
 
-    /// Answers the request behind a write with `error`.
-    fn answer_write(
-        &self,
-        purpose: WritePurpose,
-        error: ErrorCode,
-        producer: Option<ProducerIdAndEpoch>,
-        actions: &mut Actions,
-    ) {
-        let (producer_id, producer_epoch) = producer
-            .map(|p| (p.producer_id, p.producer_epoch))
-            .unwrap_or((-1, -1));
+    /// Answers the request behind a write with `error` (and no producer id or epoch).
+    fn answer_write(&self, purpose: WritePurpose, error: ErrorCode, actions: &mut Actions) {
+        let (producer_id, producer_epoch) = (-1, -1);
         match purpose {
             WritePurpose::InitProducerId(request) => actions.answer(
                 request,
@@ -551,7 +543,6 @@ impl TransactionCoordinator {
         transactional_id: &str,
         producer_id: i64,
         producer_epoch: i16,
-        _now_ms: i64,
     ) -> Actions {
         let mut actions = Actions::default();
         let matches = self

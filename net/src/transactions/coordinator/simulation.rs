@@ -566,7 +566,6 @@ impl Sim {
             &markers.transactional_id,
             markers.producer_id,
             markers.producer_epoch,
-            self.now,
         );
         self.take(actions);
     }

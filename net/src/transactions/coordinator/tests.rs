@@ -186,7 +186,6 @@ impl Harness {
                 &marker.transactional_id,
                 marker.producer_id,
                 marker.producer_epoch,
-                self.now,
             );
             let settled = self.settle(actions);
             assert!(settled.answers.is_empty() && settled.markers.is_empty());
@@ -654,7 +653,7 @@ fn v1_commit_answers_after_prepare_and_completes_after_the_markers() {
     // Stale marker completions change nothing.
     let stale = harness
         .coordinator
-        .markers_written(ID, producer.0, producer.1 - 1, 0);
+        .markers_written(ID, producer.0, producer.1 - 1);
     assert!(stale.is_empty());
     harness.markers_done(&markers);
     assert_eq!(harness.state(), TransactionState::CompleteCommit);
@@ -1047,7 +1046,7 @@ fn a_failed_complete_record_is_appended_again() {
     let (_, markers) = harness.end(producer, COMMIT, V1);
     let actions = harness
         .coordinator
-        .markers_written(ID, producer.0, producer.1, 0);
+        .markers_written(ID, producer.0, producer.1);
     let first = actions.appends[0].write_id;
     let retried = harness
         .coordinator
@@ -1086,7 +1085,7 @@ fn loading_replays_the_records_and_finishes_prepared_transactions() {
         },
         *resent
     );
-    let completion = reloaded.markers_written(ID, resent.producer_id, resent.producer_epoch, 9);
+    let completion = reloaded.markers_written(ID, resent.producer_id, resent.producer_epoch);
     let [append] = &completion.appends[..] else {
         panic!("the Complete record: {completion:?}");
     };
