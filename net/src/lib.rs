@@ -10,6 +10,8 @@
 //! - [`shard`]: the shard context — the partitions a shard owns, the router to other
 //!   shards, the commands the cluster core sends, the takeover driver, producer ids, metrics
 //!   and the broker's settings.
+//! - [`transactions`]: the transaction coordinator's decisions and the `__transaction_state`
+//!   record format, as plain data in and out (no I/O).
 //! - [`groups`]: the group coordinator (classic and KIP-848 groups, committed offsets,
 //!   `__consumer_offsets`).
 //! - [`model`]: what every floor reads — the cluster view, topic and group configs, fence
@@ -23,3 +25,4 @@ pub mod protocol;
 pub mod runtime;
 pub mod shard;
 pub mod topics;
+pub mod transactions;

@@ -6,7 +6,14 @@ use std::path::{Path, PathBuf};
 
 /// Top floor first.
 const FLOORS: &[&str] = &[
-    "runtime", "handlers", "topics", "shard", "groups", "model", "protocol",
+    "runtime",
+    "handlers",
+    "topics",
+    "shard",
+    "transactions",
+    "groups",
+    "model",
+    "protocol",
 ];
 
 fn floor_of(name: &str) -> Option<usize> {

@@ -181,6 +181,8 @@ error_codes! {
     UnknownTopicId = 100, "UNKNOWN_TOPIC_ID";
     /// The topic id does not match the topic name.
     InconsistentTopicId = 103, "INCONSISTENT_TOPIC_ID";
+    /// The transaction coordinator has no state for the transactional id.
+    TransactionalIdNotFound = 105, "TRANSACTIONAL_ID_NOT_FOUND";
     /// The fetch session hit a topic id error.
     FetchSessionTopicIdError = 106, "FETCH_SESSION_TOPIC_ID_ERROR";
     /// The member epoch is fenced by the group coordinator.
@@ -191,6 +193,10 @@ error_codes! {
     UnsupportedAssignor = 112, "UNSUPPORTED_ASSIGNOR";
     /// The member epoch is stale.
     StaleMemberEpoch = 113, "STALE_MEMBER_EPOCH";
+    /// The transaction cannot go on; the client can abort it and keep its transactional id.
+    TransactionAbortable = 120, "TRANSACTION_ABORTABLE";
+    /// A regular expression in the request is not valid.
+    InvalidRegularExpression = 128, "INVALID_REGULAR_EXPRESSION";
 }
 
 impl ErrorCode {
