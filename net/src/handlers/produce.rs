@@ -69,7 +69,8 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
             offsets_topic::topic_by_id(&view, &topic_data.topic_id).is_some()
         } else {
             kaas_cluster::internal_topics::is_internal(&topic_data.name)
-        } || found.is_some_and(|t| kaas_cluster::internal_topics::is_internal(t.name()));
+        } || found
+            .is_some_and(|t| kaas_cluster::internal_topics::is_internal(t.name()));
         let topic = found.filter(|_| !internal);
         let unknown = if internal {
             ErrorCode::InvalidTopicException

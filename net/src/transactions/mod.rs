@@ -22,11 +22,7 @@ pub mod state;
 
 use kaas_cluster::placement::java_string_hash;
 
-/// The internal topic holding transaction state.
-pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
-
-/// Partitions of `__transaction_state` (Kafka's `transaction.state.log.num.partitions`).
-pub const TRANSACTION_STATE_PARTITIONS: i32 = 50;
+pub use kaas_cluster::internal_topics::{TRANSACTION_STATE_PARTITIONS, TRANSACTION_STATE_TOPIC};
 
 /// The `__transaction_state` partition of `transactional_id`: Kafka's
 /// `Utils.abs(transactionalId.hashCode()) % 50`.
