@@ -15,6 +15,8 @@ pub struct RecordView<'a> {
     pub key: Option<&'a [u8]>,
     /// Whether the value is null (a tombstone).
     pub tombstone: bool,
+    /// The value; `None` for a null value (a tombstone).
+    pub value: Option<&'a [u8]>,
     /// The record's body (after its length varint).
     pub body: &'a [u8],
     /// Where in `body` the `offsetDelta` field starts: everything from there is copied as it
@@ -89,12 +91,13 @@ pub fn walk(section: &[u8], count: i32) -> Result<Vec<RecordView<'_>>, BatchErro
         let after_timestamp = fields.pos;
         let offset_delta = fields.varint()?;
         let key = fields.nullable()?;
-        let tombstone = fields.nullable()?.is_none();
+        let value = fields.nullable()?;
         records.push(RecordView {
             timestamp_delta,
             offset_delta,
             key,
-            tombstone,
+            tombstone: value.is_none(),
+            value,
             body,
             after_timestamp,
         });

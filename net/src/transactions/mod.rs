@@ -16,6 +16,7 @@
 //!   answers, as plain data.
 
 pub mod coordinator;
+pub mod driver;
 pub mod log_format;
 pub mod metadata;
 pub mod state;
