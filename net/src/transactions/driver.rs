@@ -281,7 +281,10 @@ impl<H: CoordinatorHooks> CoordinatorDriver<H> {
             match self.hooks.allocate_producer_id().await {
                 Ok(producer_id) => self.machine.borrow_mut().supply_producer_id(producer_id),
                 Err(error) => {
-                    tracing::warn!(?error, "cannot allocate a producer id for the transaction coordinator");
+                    tracing::warn!(
+                        ?error,
+                        "cannot allocate a producer id for the transaction coordinator"
+                    );
                     return;
                 }
             }
