@@ -40,13 +40,17 @@ impl PartitionLog {
         let state = self.shared.state.borrow();
         state.check_usable()?;
         let active_base = state.active()?.base_offset;
+        // Kafka's cleaner stops at the first uncleanable offset, at most the last stable
+        // offset: records of an open transaction may still be aborted, so no key may be
+        // mapped to one nor any record dropped for one.
+        let cleanable_end = state.last_stable_offset();
         let sealed = state
             .segments
             .values()
             .filter(|s| {
                 s.base_offset != active_base && matches!(s.index, segment::SegmentIndex::Sealed(_))
             })
-            .take_while(|s| s.next_offset <= state.durable.offset)
+            .take_while(|s| s.next_offset <= cleanable_end)
             .map(|s| SealedSegment {
                 base_offset: s.base_offset,
                 next_offset: s.next_offset,
@@ -164,6 +168,12 @@ impl PartitionLog {
                 }
             };
         let mut state = self.shared.state.borrow_mut();
+        // The swap leaves the transaction index file alone: offsets do not move.
+        let txn_index = state
+            .segments
+            .get(&base)
+            .map(|s| s.txn_index.clone())
+            .unwrap_or_default();
         state.segments.insert(
             base,
             Segment {
@@ -176,6 +186,7 @@ impl PartitionLog {
                 max_timestamp: cleaned.max_timestamp,
                 first_append_ms: None,
                 index: segment::SegmentIndex::Sealed(None),
+                txn_index,
             },
         );
         state.segment_swaps += 1;

@@ -66,6 +66,7 @@ use crate::segment::{self, ActiveIndex, Segment, SegmentIndex};
 use crate::segment_appender::SegmentAppender;
 use crate::storage::{LogFile, Storage};
 use crate::tail_cache::TailCache;
+use crate::txn_index::SegmentTxnIndex;
 use plan::{ScanStart, Scanned, TailAction};
 
 pub(crate) use listing::remove_old_snapshots;
@@ -147,10 +148,36 @@ impl Recovery<'_> {
             .await?;
         let (start, trusted) = self.verify_trusted(&bases, start).await?;
         let mut producers = snapshot.unwrap_or_default();
+        let loaded =
+            listing::load_txn_indexes(storage, dir, epoch, &listing, &bases, start.replay_from)
+                .await?;
+        let (start, trusted, txn_indexes) = match loaded {
+            Ok(txn_indexes) => (start, trusted, txn_indexes),
+            Err((base, damaged)) => {
+                // Only a replay from the first segment rebuilds what the file held: the
+                // transactions its markers ended may have begun anywhere before.
+                tracing::warn!(dir = %dir.display(), base, reason = damaged.0, "damaged transaction index; recovering the whole log");
+                for (_, file, _) in trusted.into_values() {
+                    let _ = file.close().await;
+                }
+                producers = ProducerStateTable::default();
+                let none = listing::load_txn_indexes(storage, dir, epoch, &listing, &bases, 0)
+                    .await?
+                    .unwrap_or_default();
+                (ScanStart::whole_log(bases[0]), Trusted::new(), none)
+            }
+        };
         epochs.truncate_from(start.offset());
 
         let scanned = self
-            .scan_segments(&bases, start, trusted, &mut epochs, &mut producers)
+            .scan_segments(
+                &bases,
+                start,
+                trusted,
+                txn_indexes,
+                &mut epochs,
+                &mut producers,
+            )
             .await?;
         let ScannedLog {
             mut segments,
@@ -163,6 +190,8 @@ impl Recovery<'_> {
                 .await?;
         }
         producers.truncate_to(next_offset as i64);
+        // Everything recovery kept is durable (the active segment is synced below).
+        producers.on_durable(next_offset);
         epochs.truncate_from(next_offset);
         self.start_own_segment(&mut segments, next_offset).await?;
         let (appender, durable) = self.open_appender(&segments, next_offset).await?;
@@ -286,6 +315,7 @@ impl Recovery<'_> {
         bases: &[u64],
         start: ScanStart,
         mut trusted: Trusted,
+        mut txn_indexes: BTreeMap<u64, SegmentTxnIndex>,
         epochs: &mut LeaderEpochCache,
         producers: &mut ProducerStateTable,
     ) -> Result<ScannedLog> {
@@ -297,6 +327,7 @@ impl Recovery<'_> {
             first_doomed: None,
         };
         for (i, &base) in bases.iter().enumerate() {
+            let txn_index = txn_indexes.remove(&base).unwrap_or_default();
             let (file, file_size, trusted_index) = match trusted.remove(&base) {
                 Some((loaded, file, size)) => (file, size, Some(loaded)),
                 None => {
@@ -327,6 +358,7 @@ impl Recovery<'_> {
                     max_timestamp: max_ts,
                     first_append_ms: None,
                     index: SegmentIndex::Sealed(None),
+                    txn_index,
                 };
                 log.segments.insert(base, sealed);
                 log.next_offset = next;
@@ -354,6 +386,7 @@ impl Recovery<'_> {
                 max_timestamp: index.times.last().map_or(-1, |e| e.timestamp),
                 first_append_ms: None,
                 index: SegmentIndex::Sealed(None),
+                txn_index,
             };
             if let Some(entry) = index.times.last() {
                 if log.max_timestamp.is_none_or(|(ts, _)| entry.timestamp > ts) {
@@ -393,8 +426,8 @@ impl Recovery<'_> {
             }
             log.next_offset = segment.next_offset;
             if end.seal {
-                segment.seal_job().run(storage, dir).await?;
-                segment.mark_sealed();
+                let persisted = segment.seal_job().run(storage, dir).await?;
+                segment.mark_sealed(persisted);
             }
             log.segments.insert(base, segment);
             if end.log_ends_here {
@@ -477,8 +510,8 @@ impl Recovery<'_> {
                     let _ = last.file.close().await;
                     segment::remove_files(storage, dir, base, epoch).await?;
                 } else {
-                    last.seal_job().run(storage, dir).await?;
-                    last.mark_sealed();
+                    let persisted = last.seal_job().run(storage, dir).await?;
+                    last.mark_sealed(persisted);
                     segments.insert(base, last);
                 }
             }
