@@ -759,17 +759,19 @@ impl ProducerStateTable {
         before - self.producers.len()
     }
 
-    /// Encodes the table as a snapshot file ([`snapshot`] has the layout). Transactions
-    /// whose marker is not durable yet are written as ended: the log below the snapshot's
-    /// offset holds their markers.
-    pub fn encode_snapshot(&self, covers_up_to_offset: u64) -> Vec<u8> {
-        snapshot::encode(&self.entries(), covers_up_to_offset)
+    /// Encodes the table as a snapshot file ([`snapshot`] has the layout), with the bases of
+    /// the segments whose transaction index holds entries below `covers_up_to_offset`.
+    /// Transactions whose marker is not durable yet are written as ended: the log below the
+    /// snapshot's offset holds their markers.
+    pub fn encode_snapshot(&self, covers_up_to_offset: u64, txn_index_segments: &[u64]) -> Vec<u8> {
+        snapshot::encode(&self.entries(), covers_up_to_offset, txn_index_segments)
     }
 
-    /// Decodes a snapshot file into the offset it covers up to and the table (with the default
-    /// cap; see [`Self::with_max_producers`]).
-    pub fn decode_snapshot(bytes: &[u8]) -> Result<(u64, Self), ProducerStateError> {
-        let (covers_up_to, mut entries) = snapshot::decode(bytes)?;
+    /// Decodes a snapshot file (the table with the default cap; see
+    /// [`Self::with_max_producers`]).
+    pub fn decode_snapshot(bytes: &[u8]) -> Result<Snapshot, ProducerStateError> {
+        let decoded = snapshot::decode(bytes)?;
+        let mut entries = decoded.entries;
         // Recency is not persisted; the producer that appended last is the most recent.
         entries.sort_by_key(|e| {
             e.last_batch()
@@ -801,8 +803,24 @@ impl ProducerStateTable {
                 },
             );
         }
-        Ok((covers_up_to, table))
+        Ok(Snapshot {
+            covers_up_to_offset: decoded.covers_up_to_offset,
+            table,
+            txn_index_segments: decoded.txn_index_segments,
+        })
     }
+}
+
+/// A decoded snapshot file.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The log offset the state is as of: replaying from it rebuilds the current state.
+    pub covers_up_to_offset: u64,
+    /// The producer state.
+    pub table: ProducerStateTable,
+    /// Bases of the segments whose transaction index held entries below
+    /// `covers_up_to_offset` when the snapshot was taken, ascending.
+    pub txn_index_segments: Vec<u64>,
 }
 
 #[cfg(test)]

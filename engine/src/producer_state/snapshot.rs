@@ -23,12 +23,19 @@
 //! | 8     | last timestamp i64: of its last batch or transaction marker (expiration) |
 //! | 1     | batch count u8, 0..=5 (0: only a marker is known of it)      |
 //! | 32 ×n | oldest first: first_seq i32, last_seq i32, first_offset i64, last_offset i64, max_timestamp i64 |
+//! | 4     | segment count u32                                            |
+//! | 8 ×n  | ascending: base offset u64 of every segment whose transaction index ([`crate::txn_index`]) holds entries below `covers_up_to_offset` |
 //! | 4     | CRC-32 (IEEE, `crc32fast`) of every preceding byte           |
 //!
+//! The segment list is how recovery tells a transaction index that went missing from one
+//! that never existed (the file exists only for a segment with aborted transactions): the
+//! checkpoint writing the snapshot has written those indexes (and fdatasync'd them) first.
+//!
 //! Version 1 (written before transactions) has, per entry, only the producer id, the epoch,
-//! a batch count of 1..=5 and the batches: it decodes as producers with no open
-//! transaction, no coordinator epoch, and their last batch's max timestamp as last
-//! timestamp. Only version 2 is written.
+//! a batch count of 1..=5 and the batches, and no segment list: it decodes as producers with
+//! no open transaction, no coordinator epoch, and their last batch's max timestamp as last
+//! timestamp, and no transaction index (none was written before transactions). Only version
+//! 2 is written.
 //!
 //! The I/O layer writes a snapshot to a temporary name, fsyncs, and renames, so a crash leaves
 //! either the old set of snapshots or the new one; a torn or bit-flipped file still fails the
@@ -72,8 +79,21 @@ pub fn parse_snapshot_file_name(name: &str, epoch: u32) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Encodes `entries` (ascending producer id) as a version-2 snapshot file.
-pub(super) fn encode(entries: &[&ProducerEntry], covers_up_to_offset: u64) -> Vec<u8> {
+/// A decoded snapshot file.
+pub(super) struct Decoded {
+    pub covers_up_to_offset: u64,
+    /// In file order (ascending producer id).
+    pub entries: Vec<ProducerEntry>,
+    pub txn_index_segments: Vec<u64>,
+}
+
+/// Encodes `entries` (ascending producer id) and the segments with transaction index
+/// entries as a version-2 snapshot file.
+pub(super) fn encode(
+    entries: &[&ProducerEntry],
+    covers_up_to_offset: u64,
+    txn_index_segments: &[u64],
+) -> Vec<u8> {
     let batches: usize = entries.iter().map(|e| e.batches.len()).sum();
     let mut out = Vec::with_capacity(
         SNAPSHOT_HEADER_LEN
@@ -102,14 +122,20 @@ pub(super) fn encode(entries: &[&ProducerEntry], covers_up_to_offset: u64) -> Ve
             out.extend_from_slice(&b.max_timestamp.to_be_bytes());
         }
     }
+    let mut segments = txn_index_segments.to_vec();
+    segments.sort_unstable();
+    segments.dedup();
+    out.extend_from_slice(&(segments.len() as u32).to_be_bytes());
+    for base in segments {
+        out.extend_from_slice(&base.to_be_bytes());
+    }
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_be_bytes());
     out
 }
 
-/// Decodes a snapshot file (version 1 or 2) into the offset it covers up to and its entries,
-/// in file order.
-pub(super) fn decode(bytes: &[u8]) -> Result<(u64, Vec<ProducerEntry>), ProducerStateError> {
+/// Decodes a snapshot file (version 1 or 2).
+pub(super) fn decode(bytes: &[u8]) -> Result<Decoded, ProducerStateError> {
     if bytes.len() < SNAPSHOT_HEADER_LEN + SNAPSHOT_CRC_LEN {
         return Err(ProducerStateError::SnapshotTruncated);
     }
@@ -145,6 +171,11 @@ pub(super) fn decode(bytes: &[u8]) -> Result<(u64, Vec<ProducerEntry>), Producer
         };
         entries.push(entry);
     }
+    let txn_index_segments = if version == VERSION_IDEMPOTENT_ONLY {
+        Vec::new()
+    } else {
+        reader.segments()?
+    };
     if !reader.buf.is_empty() {
         return Err(ProducerStateError::SnapshotCorrupt(
             "bytes after the last entry",
@@ -158,7 +189,11 @@ pub(super) fn decode(bytes: &[u8]) -> Result<(u64, Vec<ProducerEntry>), Producer
             "producer ids not strictly ascending",
         ));
     }
-    Ok((covers_up_to, entries))
+    Ok(Decoded {
+        covers_up_to_offset: covers_up_to,
+        entries,
+        txn_index_segments,
+    })
 }
 
 /// Bounds-checked big-endian reader over a snapshot body.
@@ -223,6 +258,24 @@ impl Reader<'_> {
             last_timestamp,
             batches: self.batches(batch_count)?,
         })
+    }
+
+    fn segments(&mut self) -> Result<Vec<u64>, ProducerStateError> {
+        let count = u32::from_be_bytes(self.array()?) as usize;
+        if count > self.buf.len() / 8 {
+            return Err(ProducerStateError::SnapshotTruncated);
+        }
+        let mut segments: Vec<u64> = Vec::with_capacity(count);
+        for _ in 0..count {
+            let base = u64::from_be_bytes(self.array()?);
+            if segments.last().is_some_and(|&previous| previous >= base) {
+                return Err(ProducerStateError::SnapshotCorrupt(
+                    "segments not strictly ascending",
+                ));
+            }
+            segments.push(base);
+        }
+        Ok(segments)
     }
 
     fn batches(&mut self, batch_count: u8) -> Result<VecDeque<BatchMetadata>, ProducerStateError> {

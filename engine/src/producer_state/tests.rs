@@ -225,12 +225,12 @@ fn test_cap_evicts_least_recently_used() {
 fn test_snapshot_errors() {
     let mut table = ProducerStateTable::new();
     append(&mut table, 1, 0, 0, 0);
-    let good = table.encode_snapshot(3);
+    let good = table.encode_snapshot(3, &[]);
     let reencode = |mut bytes: Vec<u8>| {
         bytes.truncate(bytes.len() - SNAPSHOT_CRC_LEN);
         let crc = crc32fast::hash(&bytes);
         bytes.extend_from_slice(&crc.to_be_bytes());
-        ProducerStateTable::decode_snapshot(&bytes).map(|(offset, _)| offset)
+        ProducerStateTable::decode_snapshot(&bytes).map(|snapshot| snapshot.covers_up_to_offset)
     };
     assert_eq!(reencode(good.clone()), Ok(3));
     assert!(matches!(
@@ -334,17 +334,23 @@ fn arb_table() -> impl Strategy<Value = ProducerStateTable> {
 
 proptest! {
     #[test]
-    fn prop_snapshot_round_trips(table in arb_table(), covers in (1u64 << 40)..) {
-        let bytes = table.encode_snapshot(covers);
-        let (decoded_covers, decoded) = ProducerStateTable::decode_snapshot(&bytes).unwrap();
-        prop_assert_eq!(decoded_covers, covers);
-        prop_assert_eq!(decoded.entries(), table.entries());
-        prop_assert_eq!(decoded.encode_snapshot(covers), bytes);
+    fn prop_snapshot_round_trips(
+        table in arb_table(),
+        covers in (1u64 << 40)..,
+        segments in proptest::collection::btree_set(any::<u64>(), 0..5),
+    ) {
+        let segments: Vec<u64> = segments.into_iter().collect();
+        let bytes = table.encode_snapshot(covers, &segments);
+        let decoded = ProducerStateTable::decode_snapshot(&bytes).unwrap();
+        prop_assert_eq!(decoded.covers_up_to_offset, covers);
+        prop_assert_eq!(decoded.table.entries(), table.entries());
+        prop_assert_eq!(&decoded.txn_index_segments, &segments);
+        prop_assert_eq!(decoded.table.encode_snapshot(covers, &segments), bytes);
     }
 
     #[test]
     fn prop_snapshot_bit_flip_is_detected(table in arb_table(), bit in any::<usize>()) {
-        let mut bytes = table.encode_snapshot(9);
+        let mut bytes = table.encode_snapshot(9, &[4, 7]);
         let bit = bit % (bytes.len() * 8);
         bytes[bit / 8] ^= 1 << (bit % 8);
         prop_assert!(ProducerStateTable::decode_snapshot(&bytes).is_err());
@@ -352,7 +358,7 @@ proptest! {
 
     #[test]
     fn prop_snapshot_truncation_is_detected(table in arb_table(), cut in any::<usize>()) {
-        let bytes = table.encode_snapshot(9);
+        let bytes = table.encode_snapshot(9, &[4, 7]);
         let cut = cut % bytes.len();
         prop_assert!(ProducerStateTable::decode_snapshot(&bytes[..cut]).is_err());
     }
@@ -610,8 +616,10 @@ fn test_snapshot_keeps_open_transactions_and_epochs() {
     append_txn(&mut table, 1, 0, 0, 0);
     append(&mut table, 2, 0, 0, 3);
     table.apply_marker(3, 2, marker(TxnResult::Commit, 5), 6, 99);
-    let (covers, decoded) = ProducerStateTable::decode_snapshot(&table.encode_snapshot(7)).unwrap();
-    assert_eq!(covers, 7);
+    let snapshot = ProducerStateTable::decode_snapshot(&table.encode_snapshot(7, &[0])).unwrap();
+    assert_eq!(snapshot.covers_up_to_offset, 7);
+    assert_eq!(snapshot.txn_index_segments, vec![0]);
+    let decoded = snapshot.table;
     assert_eq!(decoded.entries(), table.entries());
     assert_eq!(decoded.first_unstable_offset(), Some(0));
     let marker_only = decoded.get(3).unwrap();
@@ -624,7 +632,7 @@ fn test_snapshot_keeps_open_transactions_and_epochs() {
         (2, 5, 99)
     );
     // An open transaction at or past the offset the snapshot covers cannot be.
-    let bytes = table.encode_snapshot(0);
+    let bytes = table.encode_snapshot(0, &[]);
     assert!(matches!(
         ProducerStateTable::decode_snapshot(&bytes),
         Err(ProducerStateError::SnapshotCorrupt(_))
@@ -652,13 +660,15 @@ fn test_version_one_snapshots_still_decode() {
     }
     let crc = crc32fast::hash(&bytes);
     bytes.extend_from_slice(&crc.to_be_bytes());
-    let (covers, table) = ProducerStateTable::decode_snapshot(&bytes).unwrap();
-    assert_eq!(covers, 12);
+    let snapshot = ProducerStateTable::decode_snapshot(&bytes).unwrap();
+    assert_eq!(snapshot.covers_up_to_offset, 12);
+    assert!(snapshot.txn_index_segments.is_empty());
+    let table = snapshot.table;
     let entry = table.get(5).unwrap();
     assert_eq!((entry.epoch(), entry.open_transaction()), (2, None));
     assert_eq!(entry.coordinator_epoch(), NO_COORDINATOR_EPOCH);
     assert_eq!(entry.last_timestamp(), 300);
     assert_eq!(table.check(5, 2, 2, 2, false), Ok(SequenceCheck::Append));
     // Written again, it is version 2.
-    assert_eq!(&table.encode_snapshot(12)[4..6], &2u16.to_be_bytes());
+    assert_eq!(&table.encode_snapshot(12, &[])[4..6], &2u16.to_be_bytes());
 }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::error::Result;
-use crate::producer_state::{parse_snapshot_file_name, ProducerStateTable};
+use crate::producer_state::{parse_snapshot_file_name, ProducerStateTable, Snapshot};
 use crate::segment;
 use crate::storage::Storage;
 use crate::txn_index::{self, Damaged, SegmentTxnIndex};
@@ -73,12 +73,14 @@ pub(super) async fn load_snapshot(
     snapshots: &[u64],
     limit: u64,
     epoch: u32,
-) -> Result<Option<(u64, ProducerStateTable)>> {
+) -> Result<Option<Snapshot>> {
     for offset in snapshots.iter().rev().filter(|o| **o <= limit) {
         let name = crate::producer_state::snapshot_file_name(*offset, epoch);
         if let Some(bytes) = storage.read_small(&dir.join(&name)).await? {
             match ProducerStateTable::decode_snapshot(&bytes) {
-                Ok((covered, table)) if covered == *offset => return Ok(Some((covered, table))),
+                Ok(snapshot) if snapshot.covers_up_to_offset == *offset => {
+                    return Ok(Some(snapshot))
+                }
                 Ok(_) | Err(_) => {
                     tracing::warn!(dir = %dir.display(), name, "ignoring unreadable producer snapshot");
                 }
@@ -91,8 +93,9 @@ pub(super) async fn load_snapshot(
 /// The transaction index of every segment as recovery starts it (see [`crate::txn_index`]):
 /// for a segment holding offsets below `replay_from`, the entries of its file whose
 /// markers lie below `replay_from` (all of them for a segment wholly below it); for the
-/// others none (the scan's replay rebuilds them). `Err` names a segment whose file holds
-/// damage among the entries kept.
+/// others none (the scan's replay rebuilds them). `with_entries` lists the segments the
+/// producer snapshot taken at `replay_from` says have entries below it. `Err` names a
+/// segment whose file is missing or holds damage among the entries kept.
 pub(super) async fn load_txn_indexes(
     storage: &Storage,
     dir: &Path,
@@ -100,10 +103,15 @@ pub(super) async fn load_txn_indexes(
     listing: &Listing,
     bases: &[u64],
     replay_from: u64,
+    with_entries: &[u64],
 ) -> Result<std::result::Result<BTreeMap<u64, SegmentTxnIndex>, (u64, Damaged)>> {
     let mut loaded = BTreeMap::new();
     for (i, &base) in bases.iter().enumerate() {
         let exists = listing.txn_indexes.contains(&base);
+        let expected = base < replay_from && with_entries.binary_search(&base).is_ok();
+        if expected && !exists {
+            return Ok(Err((base, Damaged("missing"))));
+        }
         if !exists || base >= replay_from {
             loaded.insert(base, SegmentTxnIndex::loaded(Vec::new(), exists));
             continue;
@@ -124,6 +132,12 @@ pub(super) async fn load_txn_indexes(
             }
         };
         match parsed {
+            Ok(entries) if expected && entries.is_empty() => {
+                return Ok(Err((
+                    base,
+                    Damaged("no entry where the snapshot counts some"),
+                )));
+            }
             Ok(entries) => {
                 loaded.insert(base, SegmentTxnIndex::loaded(entries, true));
             }

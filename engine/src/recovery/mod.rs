@@ -61,7 +61,7 @@ use crate::config::LogConfig;
 use crate::error::{EngineError, Result};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::{leader_epoch_file, recovery_point_file, DurablePoint, LogState};
-use crate::producer_state::ProducerStateTable;
+use crate::producer_state::{ProducerStateTable, Snapshot};
 use crate::segment::{self, ActiveIndex, Segment, SegmentIndex};
 use crate::segment_appender::SegmentAppender;
 use crate::storage::{LogFile, Storage};
@@ -147,10 +147,20 @@ impl Recovery<'_> {
             .choose_scan_start(&bases, &listing.snapshots, point)
             .await?;
         let (start, trusted) = self.verify_trusted(&bases, start).await?;
-        let mut producers = snapshot.unwrap_or_default();
-        let loaded =
-            listing::load_txn_indexes(storage, dir, epoch, &listing, &bases, start.replay_from)
-                .await?;
+        let (mut producers, with_entries) = match snapshot {
+            Some(snapshot) => (snapshot.table, snapshot.txn_index_segments),
+            None => (ProducerStateTable::default(), Vec::new()),
+        };
+        let loaded = listing::load_txn_indexes(
+            storage,
+            dir,
+            epoch,
+            &listing,
+            &bases,
+            start.replay_from,
+            &with_entries,
+        )
+        .await?;
         let (start, trusted, txn_indexes) = match loaded {
             Ok(txn_indexes) => (start, trusted, txn_indexes),
             Err((base, damaged)) => {
@@ -161,7 +171,7 @@ impl Recovery<'_> {
                     let _ = file.close().await;
                 }
                 producers = ProducerStateTable::default();
-                let none = listing::load_txn_indexes(storage, dir, epoch, &listing, &bases, 0)
+                let none = listing::load_txn_indexes(storage, dir, epoch, &listing, &bases, 0, &[])
                     .await?
                     .unwrap_or_default();
                 (ScanStart::whole_log(bases[0]), Trusted::new(), none)
@@ -245,7 +255,7 @@ impl Recovery<'_> {
         bases: &[u64],
         snapshots: &[u64],
         point: Option<RecoveryPoint>,
-    ) -> Result<(ScanStart, Option<ProducerStateTable>)> {
+    ) -> Result<(ScanStart, Option<Snapshot>)> {
         let (storage, dir, epoch) = (self.storage, self.dir, self.scope.epoch);
         let snapshot = match point {
             Some(point) => {
@@ -253,8 +263,11 @@ impl Recovery<'_> {
             }
             None => None,
         };
-        let located =
-            ScanStart::from_checkpoint(bases, point, snapshot.as_ref().map(|(offset, _)| *offset));
+        let located = ScanStart::from_checkpoint(
+            bases,
+            point,
+            snapshot.as_ref().map(|s| s.covers_up_to_offset),
+        );
         let located = match located {
             Some(start)
                 if !start.fits(
@@ -267,7 +280,7 @@ impl Recovery<'_> {
             other => other,
         };
         Ok(match located {
-            Some(start) => (start, snapshot.map(|(_, table)| table)),
+            Some(start) => (start, snapshot),
             None => (ScanStart::whole_log(bases[0]), None),
         })
     }
