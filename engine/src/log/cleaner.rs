@@ -31,6 +31,8 @@ pub(crate) struct CleanerView {
     pub sealed: Vec<SealedSegment>,
     /// Producer id → last offset of its last batch.
     pub producer_last: std::collections::HashMap<i64, i64>,
+    /// The log's aborted transactions (their data is dropped, its keys not mapped).
+    pub aborted: crate::compaction::aborted_batches::AbortedBatches,
 }
 
 /// The cleaner's side of the log: a view of its sealed segments and the swap of a cleaned
@@ -66,12 +68,16 @@ impl PartitionLog {
             .into_iter()
             .filter_map(|entry| Some((entry.producer_id(), entry.last_batch()?.last_offset)))
             .collect();
+        let aborted = crate::compaction::aborted_batches::AbortedBatches::from_entries(
+            state.segments.values().flat_map(|s| s.txn_index.entries()),
+        );
         Ok(CleanerView {
             storage: self.shared.storage.clone(),
             dir: self.shared.dir.clone(),
             epoch: self.shared.epoch,
             sealed,
             producer_last,
+            aborted,
         })
     }
 
