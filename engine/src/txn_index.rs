@@ -127,7 +127,7 @@ pub struct Damaged(pub &'static str);
 /// The entries of the index file of a segment wholly below the recovery point, holding
 /// offsets `[base, next_base)`: every entry must be whole and plausible.
 pub fn parse_sealed(bytes: &[u8], base: u64, next_base: u64) -> Result<Vec<AbortedTxn>, Damaged> {
-    if bytes.len() % TXN_INDEX_ENTRY_LEN != 0 {
+    if !bytes.len().is_multiple_of(TXN_INDEX_ENTRY_LEN) {
         return Err(Damaged("a partial entry"));
     }
     let mut entries: Vec<AbortedTxn> = Vec::with_capacity(bytes.len() / TXN_INDEX_ENTRY_LEN);

@@ -101,10 +101,13 @@ pub(super) fn walk_records_exact(
     Ok(())
 }
 
-/// The key and value of the first record of an uncompressed records section (`None` for a
-/// null field); `None` when the section holds no well-formed first record. Control batches
-/// (transaction markers, [`super::txn_marker`]) carry their meaning there.
-pub(super) fn first_record_key_value(records: &[u8]) -> Option<(Option<&[u8]>, Option<&[u8]>)> {
+/// A record's key and value (`None` for a null one).
+pub(super) type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// The key and value of the first record of an uncompressed records section; `None` when
+/// the section holds no well-formed first record. Control batches (transaction markers,
+/// [`super::txn_marker`]) carry their meaning there.
+pub(super) fn first_record_key_value(records: &[u8]) -> Option<KeyValue<'_>> {
     let mut cursor = Cursor::new(records);
     let len = usize::try_from(cursor.varint().ok()?).ok()?;
     let mut record = Cursor::new(cursor.take(len).ok()?);

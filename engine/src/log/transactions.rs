@@ -10,7 +10,8 @@
 use futures_channel::oneshot;
 
 use crate::batch::txn_marker::{self, MarkerRecord, TxnResult, MARKER_BATCH_LEN};
-use crate::error::Result;
+use crate::batch::BatchError;
+use crate::error::{EngineError, Result};
 use crate::producer_state::MarkerEpochCheck;
 use crate::txn_index;
 
@@ -76,7 +77,8 @@ impl PartitionLog {
     /// coordinator with `CoordinatorFenced` (see [`crate::producer_state`]); a marker for a
     /// producer with no open transaction is written and ends nothing. An ABORT marker
     /// ending a transaction records it in the segment's transaction index. The transaction
-    /// stays unstable (it holds the last stable offset back) until the marker is durable.
+    /// stays unstable (it holds the last stable offset back) until the marker is durable. A
+    /// negative producer id is [`EngineError::InvalidBatch`].
     pub async fn append_txn_marker(
         &self,
         marker: TxnMarker,
@@ -115,6 +117,11 @@ impl PartitionLog {
     }
 
     fn check_marker(&self, marker: &TxnMarker) -> Result<()> {
+        if marker.producer_id < 0 {
+            return Err(EngineError::InvalidBatch(BatchError::InvalidRecords(
+                "a transaction marker without a producer id",
+            )));
+        }
         let state = self.shared.state.borrow();
         state.check_usable()?;
         state.producers.check_marker(
