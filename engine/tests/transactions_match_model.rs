@@ -782,6 +782,20 @@ async fn execute(storage: Storage, config: LogConfig, ops: Vec<Op>) {
         now_ms: 1_000_000,
     };
     harness.open().await;
+    let without_producer = TxnMarker {
+        producer_id: -1,
+        producer_epoch: 0,
+        coordinator_epoch: 0,
+        result: TxnResult::Commit,
+        epoch_check: MarkerEpochCheck::AtLeastCurrent,
+    };
+    assert!(matches!(
+        harness
+            .log()
+            .append_txn_marker(without_producer, 0, 0)
+            .await,
+        Err(EngineError::InvalidBatch(_))
+    ));
     for op in &ops {
         harness.apply(op).await;
         harness.check_offsets();

@@ -13,7 +13,12 @@
 //!    segment, which rebuilds and seals it.
 //! 3. From the recovery point every batch is validated (framing, magic, CRC-32C, offsets
 //!    dense); index entries, leader epochs and producer state are rebuilt from the batches
-//!    seen. The whole log is validated instead when the checkpoint is missing or corrupt,
+//!    seen. Producer state starts from the snapshot taken at the point (open transactions
+//!    included) and replays what follows, transaction markers too; the transaction index
+//!    entries of markers below the point come from the `.txnindex` files, those after it from
+//!    the replay ([`crate::txn_index`]). A missing `.txnindex` the snapshot counts on, or a
+//!    damaged one, makes the scan start at the first segment with no snapshot, which
+//!    rebuilds them all. The whole log is validated instead when the checkpoint is missing or corrupt,
 //!    when the leader-epoch checkpoint is, or when the segment holding the recovery point
 //!    is shorter than the point (it was cut behind our back). The first torn or corrupt
 //!    batch of the last segment ends the log there. In an earlier segment, what the scan
