@@ -29,8 +29,10 @@
 //! the file to them, then `fdatasync`) and when the segment is sealed, in both cases before
 //! the recovery point that relies on them. That recovery point is written with a directory
 //! fsync (or a volume barrier at a fence epoch) after the index file was created or removed
-//! in the same directory, so a file that is missing below the recovery point is one that
-//! never had an entry. A segment whose entries all went (recovery dropped entries past the
+//! in the same directory, and so is the producer snapshot taken with it, which lists the
+//! segments whose index holds entries below it ([`crate::producer_state::snapshot`]): a file
+//! missing below the recovery point is one that never had an entry unless the snapshot
+//! lists its segment. A segment whose entries all went (recovery dropped entries past the
 //! recovery point) has its file removed by the same writes.
 //!
 //! # What a crash leaves, and how recovery reads it
@@ -43,10 +45,10 @@
 //! recovery point are read whole ([`parse_sealed`]), and of segments wholly after it
 //! ignored (rebuilt). Without a checksum, recovery can only tell an implausible entry (a
 //! version other than 0, a negative producer id, offsets out of order or outside the
-//! segment, a last stable offset past the marker); when it finds one in an entry it would
-//! keep, it replays the whole log instead, which rebuilds every segment's index, as it
-//! does when the recovery point itself is lost. A wrong but plausible entry, as in Kafka,
-//! goes unnoticed.
+//! segment, a last stable offset past the marker) and a file the snapshot counts on that
+//! is missing or holds no entry below the point; then it replays the whole log instead,
+//! which rebuilds every segment's index, as it does when the recovery point itself is
+//! lost. A wrong but plausible entry, as in Kafka, goes unnoticed.
 //!
 //! The entries of every segment are kept in memory (32 bytes each) for reads: a fetch
 //! collects them from the segment holding its offset onwards, stopping at the first entry
