@@ -81,6 +81,7 @@ pub mod recompress;
 pub mod record_rules;
 mod records;
 mod scan;
+pub mod txn_marker;
 
 pub use records::first_offset_at_or_after;
 use records::{walk_records_exact, walk_stored_records};

@@ -6,6 +6,7 @@
 //! | `config` | [`CompactionConfig`] (a log's topic configs) and [`CleanerConfig`] (the broker's) |
 //! | `offset_map` | the bounded key → latest-offset map, exact on hash collisions |
 //! | `records` | walking and re-writing the records of a batch |
+//! | `aborted_batches` | which data batches belong to aborted transactions |
 //! | `batch_filter` | what happens to one batch: kept, rewritten, emptied or removed |
 //! | `segment_batches` | whole batches of a sealed segment, read in windows |
 //! | `segment_cleaner` | writing a segment's cleaned copy and its indexes |
@@ -27,6 +28,7 @@
 //! still ends with the batch ending at the next segment's base, kept as an empty batch if
 //! all its records went.
 
+pub mod aborted_batches;
 pub mod batch_filter;
 pub mod cleaner_checkpoint;
 pub mod config;

@@ -102,9 +102,12 @@
 //! the volume barrier that follows recovery makes both durable, before the record. E's record lists the
 //! segment as adopted (`u64::MAX`, as below) from its first version on, and E appends to
 //! the copy: it is E's active segment, as a segment E rolled would be.
-//! - Its indexes are not copied in step 2: recovery finds none, scans the segment from its
-//!   start and rebuilds them (derived data, written under E's names at E's next
-//!   checkpoint), so the copy is the only file the adoption creates.
+//! - Its offset and time indexes are not copied in step 2: recovery finds none, scans the
+//!   segment from its start and rebuilds them (derived data, written under E's names at E's
+//!   next checkpoint), so the copy is the only file the adoption creates besides its
+//!   transaction index, if it has one: that one is copied, because the entries of markers
+//!   below the producer snapshot cannot be rebuilt by a scan that replays producer state
+//!   only from the snapshot ([`crate::txn_index`]).
 //! - The copy holds the bytes that count and nothing else, durably, before the record says
 //!   it counts whole; the file older epochs name is never written (a stale leader's appends
 //!   land in it and nowhere E reads).

@@ -35,11 +35,15 @@ mod tail_cache;
 mod takeover;
 pub mod time_index;
 pub mod topic_incarnation;
+pub mod txn_index;
 pub mod volume_sync;
 
 pub use config::{LogConfig, TimestampType};
 pub use error::{EngineError, Result};
 pub use group_store::{CommittedOffset, GroupChange, GroupStore};
-pub use log::{AppendOutcome, FetchedRecords, LogOffsets, PartitionLog};
+pub use log::{
+    AbortedTransaction, AppendOutcome, CommittedRead, FetchedRecords, LogOffsets, PartitionLog,
+    TxnMarker,
+};
 pub use log_manager::{DiskSpace, LogManager, PartitionId};
 pub use storage::Storage;

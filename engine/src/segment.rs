@@ -1,6 +1,7 @@
 //! One segment of a partition log: `<base_offset:020>.log` with its `.index` and
-//! `.timeindex` (`<base_offset:020>-e<epoch>.log` and so on in a log opened at a fence
-//! epoch, see [`crate::fence`]).
+//! `.timeindex`, and a `.txnindex` when transactions ended in it were aborted
+//! ([`crate::txn_index`]) (`<base_offset:020>-e<epoch>.log` and so on in a log opened at a
+//! fence epoch, see [`crate::fence`]).
 //!
 //! A segment inherited from an older epoch is a hard link to that epoch's file, which a
 //! stale leader may still append to: it is never written or truncated (sealing it writes
@@ -34,6 +35,7 @@ use crate::error::{EngineError, Result};
 use crate::offset_index::{OffsetIndex, OffsetIndexEntry, OffsetIndexView, OFFSET_INDEX_ENTRY_LEN};
 use crate::storage::{LogFile, Storage};
 use crate::time_index::{TimeIndex, TimeIndexView, TIME_INDEX_ENTRY_LEN};
+use crate::txn_index::{SegmentTxnIndex, TxnIndexWrite};
 
 /// The file name of a segment's log, index or time index at `epoch` (see
 /// [`crate::fence`]: `<base:020>.<ext>` at epoch 0, `<base:020>-e<epoch>.<ext>` after).
@@ -64,6 +66,13 @@ pub(crate) fn time_index_path(dir: &Path, base_offset: u64, epoch: u32) -> PathB
     dir.join(file_name(base_offset, epoch, "timeindex"))
 }
 
+pub(crate) fn txn_index_path(dir: &Path, base_offset: u64, epoch: u32) -> PathBuf {
+    dir.join(file_name(base_offset, epoch, TXN_INDEX_EXTENSION))
+}
+
+/// The extension of a segment's aborted-transaction index ([`crate::txn_index`]).
+pub(crate) const TXN_INDEX_EXTENSION: &str = "txnindex";
+
 /// A segment's metadata and file handle.
 pub(crate) struct Segment {
     pub base_offset: u64,
@@ -82,6 +91,9 @@ pub(crate) struct Segment {
     /// Broker time of the first append to this segment, for `segment.ms` rolls.
     pub first_append_ms: Option<i64>,
     pub index: SegmentIndex,
+    /// The transactions aborted by markers in this segment, in memory whether the segment
+    /// is active or sealed.
+    pub txn_index: SegmentTxnIndex,
 }
 
 /// The indexes of a segment: in memory while it is active; once sealed, the offset index
@@ -281,6 +293,7 @@ impl Segment {
             max_timestamp: -1,
             first_append_ms: None,
             index: SegmentIndex::Active(ActiveIndex::empty()),
+            txn_index: SegmentTxnIndex::default(),
         })
     }
 
@@ -364,15 +377,21 @@ impl Segment {
             offsets_position: (start_offsets * OFFSET_INDEX_ENTRY_LEN) as u64,
             times,
             times_position: (start_times * TIME_INDEX_ENTRY_LEN) as u64,
-            persisted,
+            txns: self.txn_index.write_job(),
+            persisted: PersistedIndexes {
+                offsets: persisted.0,
+                times: persisted.1,
+                aborted_txns: self.txn_index.entries().len(),
+            },
         }
     }
 
-    pub fn mark_index_persisted(&mut self, persisted: (usize, usize)) {
+    pub fn mark_index_persisted(&mut self, persisted: PersistedIndexes) {
         if let SegmentIndex::Active(index) = &mut self.index {
-            index.persisted_offsets = index.persisted_offsets.max(persisted.0);
-            index.persisted_times = index.persisted_times.max(persisted.1);
+            index.persisted_offsets = index.persisted_offsets.max(persisted.offsets);
+            index.persisted_times = index.persisted_times.max(persisted.times);
         }
+        self.txn_index.mark_written(persisted.aborted_txns);
     }
 
     /// What sealing this segment takes: exact file size, complete indexes, all synced.
@@ -386,7 +405,9 @@ impl Segment {
         }
     }
 
-    pub fn mark_sealed(&mut self) {
+    /// The seal is done: its indexes are read from the files from now on.
+    pub fn mark_sealed(&mut self, persisted: PersistedIndexes) {
+        self.txn_index.mark_written(persisted.aborted_txns);
         self.index = SegmentIndex::Sealed(None);
     }
 
@@ -408,7 +429,18 @@ pub(crate) async fn remove_files(
     storage.remove(&index_path(dir, base_offset, epoch)).await?;
     storage
         .remove(&time_index_path(dir, base_offset, epoch))
+        .await?;
+    storage
+        .remove(&txn_index_path(dir, base_offset, epoch))
         .await
+}
+
+/// Entry counts of a segment's index files once a write of them is durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PersistedIndexes {
+    pub offsets: usize,
+    pub times: usize,
+    pub aborted_txns: usize,
 }
 
 /// Index bytes to append to a segment's index files.
@@ -419,12 +451,13 @@ pub(crate) struct IndexPersistJob {
     offsets_position: u64,
     times: Vec<u8>,
     times_position: u64,
-    persisted: (usize, usize),
+    txns: TxnIndexWrite,
+    persisted: PersistedIndexes,
 }
 
 impl IndexPersistJob {
     /// Writes and fdatasyncs; returns the entry counts now persisted.
-    pub async fn run(self, storage: &Storage, dir: &Path) -> Result<(usize, usize)> {
+    pub async fn run(self, storage: &Storage, dir: &Path) -> Result<PersistedIndexes> {
         for (path, bytes, position) in [
             (
                 index_path(dir, self.base_offset, self.epoch),
@@ -453,6 +486,28 @@ impl IndexPersistJob {
                 .await
                 .map_err(|e| EngineError::io(context, e))?;
         }
+        let path = txn_index_path(dir, self.base_offset, self.epoch);
+        match self.txns {
+            TxnIndexWrite::Nothing => {}
+            // Made durable by the directory fsync (or volume barrier) of the recovery point
+            // written after it ([`crate::txn_index`]).
+            TxnIndexWrite::Remove => storage.remove(&path).await?,
+            TxnIndexWrite::Append { bytes, position } => {
+                let context = format!("writing {}", path.display());
+                let file = storage.open_index_file(&path).await?;
+                file.truncate(position)
+                    .await
+                    .map_err(|e| EngineError::io(context.clone(), e))?;
+                if !bytes.is_empty() {
+                    file.write_at(bytes, position)
+                        .await
+                        .map_err(|e| EngineError::io(context.clone(), e))?;
+                }
+                file.fdatasync()
+                    .await
+                    .map_err(|e| EngineError::io(context, e))?;
+            }
+        }
         Ok(self.persisted)
     }
 }
@@ -466,7 +521,8 @@ pub(crate) struct SealJob {
 }
 
 impl SealJob {
-    pub async fn run(self, storage: &Storage, dir: &Path) -> Result<()> {
+    /// Truncates, writes the indexes, fdatasyncs; returns the index entry counts persisted.
+    pub async fn run(self, storage: &Storage, dir: &Path) -> Result<PersistedIndexes> {
         let context = "sealing a segment";
         if self.truncate {
             self.file
@@ -478,7 +534,6 @@ impl SealJob {
             .fdatasync()
             .await
             .map_err(|e| EngineError::io(context, e))?;
-        self.index.run(storage, dir).await?;
-        Ok(())
+        self.index.run(storage, dir).await
     }
 }

@@ -8,9 +8,11 @@
 //!    by the time they are listed next (a stale writer only removes segments below its log
 //!    start; for the cleaner's, see [`crate::compaction::cleaner_checkpoint`]).
 //! 2. B's producer snapshots are hard-linked (replaced by a rename too), B's segment logs
-//!    hard-linked and their indexes copied (B may still be rewriting the active one's in
-//!    place: a copy is E's own to rewrite), except those of a last segment small enough to
-//!    be adopted: without them recovery scans it from its start and indexes it itself. A
+//!    hard-linked and their indexes (offset, time and transaction) copied (B may still be
+//!    rewriting the active one's in place: a copy is E's own to rewrite), except the offset
+//!    and time indexes of a last segment small enough to be adopted: without them recovery
+//!    scans it from its start and indexes it itself (its transaction index is copied: the
+//!    entries of markers below the recovery point cannot be rebuilt from the scan). A
 //!    segment is inherited with the length B's claim recorded
 //!    for it, or, for one B created itself, with no bound (recovery scans to its valid
 //!    end). A name that vanished meanwhile is skipped: B's retention removed it.
@@ -197,16 +199,22 @@ fn inherit_files(
         if !files.hard_link(&dir.join(name), &segment::log_path(dir, base, epoch))? {
             continue;
         }
-        // A small last segment is adopted and its indexes rebuilt by recovery (the executor's
-        // `Recovery::start_own_segment`, `recovery/mod.rs`): copying them would only create
-        // two files.
-        if !(small_tail && Some(base) == last_base) {
-            for extension in ["index", "timeindex"] {
-                files.copy_new_file(
-                    &dir.join(segment::file_name(base, base_epoch, extension)),
-                    &dir.join(segment::file_name(base, epoch, extension)),
-                )?;
-            }
+        // A small last segment is adopted and its offset and time indexes rebuilt by
+        // recovery (the executor's `Recovery::start_own_segment`, `recovery/mod.rs`):
+        // copying them would only create two files. Its transaction index is copied all the
+        // same: recovery replays producer state only from the snapshot's offset, so the
+        // entries of markers below it come from the file (most segments have none).
+        let tail = small_tail && Some(base) == last_base;
+        let extensions: &[&str] = if tail {
+            &[segment::TXN_INDEX_EXTENSION]
+        } else {
+            &["index", "timeindex", segment::TXN_INDEX_EXTENSION]
+        };
+        for extension in extensions {
+            files.copy_new_file(
+                &dir.join(segment::file_name(base, base_epoch, extension)),
+                &dir.join(segment::file_name(base, epoch, extension)),
+            )?;
         }
         inherited.insert(base, bound);
     }
@@ -236,7 +244,7 @@ pub(crate) fn is_partition_file(name: &str) -> bool {
     };
     let stem = fence::split_epoch(stem).0;
     match extension {
-        Some("log" | "index" | "timeindex" | "snapshot") => {
+        Some("log" | "index" | "timeindex" | "txnindex" | "snapshot") => {
             stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit())
         }
         Some(_) => false,
@@ -259,6 +267,7 @@ mod tests {
             "00000000000000000000-e3.log",
             "00000000000000000007-e3.index",
             "00000000000000000007.timeindex",
+            "00000000000000000007-e2.txnindex",
             "00000000000000000007-e12.snapshot",
             "00000000000000000007-e12.snapshot.tmp",
             "recovery-point",

@@ -116,6 +116,24 @@ pub(super) fn walk_records_exact(
     Ok(())
 }
 
+/// A record's key and value (`None` for a null one).
+pub(super) type KeyValue<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// The key and value of the first record of an uncompressed records section; `None` when
+/// the section holds no well-formed first record. Control batches (transaction markers,
+/// [`super::txn_marker`]) carry their meaning there.
+pub(super) fn first_record_key_value(records: &[u8]) -> Option<KeyValue<'_>> {
+    let mut cursor = Cursor::new(records);
+    let len = usize::try_from(cursor.varint().ok()?).ok()?;
+    let mut record = Cursor::new(cursor.take(len).ok()?);
+    record.take(1).ok()?; // attributes
+    record.varlong().ok()?; // timestampDelta
+    record.varint().ok()?; // offsetDelta
+    let key = record.nullable_slice().ok()?;
+    let value = record.nullable_slice().ok()?;
+    Some((key, value))
+}
+
 /// The fields of one record the checks use.
 struct RecordFields {
     offset_delta: i32,
@@ -204,6 +222,18 @@ impl<'a> Cursor<'a> {
     fn varlong(&mut self) -> Result<i64, BatchError> {
         let raw = self.unsigned_varint(10)?;
         Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+    }
+
+    /// Reads a nullable field: `None` when it is null.
+    fn nullable_slice(&mut self) -> Result<Option<&'a [u8]>, BatchError> {
+        let len = self.varint()?;
+        match len {
+            -1 => Ok(None),
+            len if len < -1 => Err(BatchError::InvalidRecords("negative field length")),
+            len => self
+                .take(usize::try_from(len).unwrap_or(usize::MAX))
+                .map(Some),
+        }
     }
 
     /// Skips a nullable field; true when it is present (not null).

@@ -1,7 +1,11 @@
 //! Filtering one stored batch against a pass's offset map, as Apache Kafka's log cleaner
 //! does (`MemoryRecords.filterTo` with the cleaner's retention rules).
 //!
-//! - A control batch is kept as it is.
+//! - A control batch (a transaction marker) is kept as it is. (Kafka's cleaner removes a
+//!   marker once no data of its transaction is left and a delete horizon after it has
+//!   passed; here markers stay.)
+//! - A data batch of an aborted transaction
+//!   ([`crate::compaction::aborted_batches`]) keeps no record.
 //! - A record at or past the end of the mapped range is kept; below it, a record is kept
 //!   when it is the latest of its key ([`Latest::At`] at or below its offset, a key the map
 //!   does not know, or a collided hash). A keyless record is dropped (Kafka counts it as
@@ -26,6 +30,7 @@ use crate::batch::{
     self, BatchError, BatchHeader, TimestampType, BATCH_HEADER_LEN, COMPRESSION_CODEC_MASK,
     LOG_OVERHEAD,
 };
+use crate::compaction::aborted_batches::AbortedBatches;
 use crate::compaction::offset_map::{Latest, OffsetMap};
 use crate::compaction::records::{self, RecordView};
 use crate::compression;
@@ -50,6 +55,8 @@ pub struct FilterContext<'a> {
     /// whose replacement must not grow (inherited from an older epoch, until a copy of it
     /// becomes the epoch's own file, see [`crate::compaction::partition_cleaner`]).
     pub may_set_horizon: bool,
+    /// The log's aborted transactions: their data batches keep no record.
+    pub aborted: &'a AbortedBatches,
 }
 
 /// The outcome for one batch, and whether a horizon was withheld from it.
@@ -103,6 +110,18 @@ fn filter_records(
 ) -> Result<Filtered, BatchError> {
     if header.is_control() {
         return Ok(Filtered::Unchanged);
+    }
+    if context.aborted.contains(header) {
+        if !keep_empty {
+            return Ok(Filtered::Removed);
+        }
+        let empty = empty_header(header);
+        // An earlier pass may have emptied it already.
+        return Ok(if stored.get(..header.total_len()) == Some(&empty[..]) {
+            Filtered::Unchanged
+        } else {
+            Filtered::Rewritten(empty)
+        });
     }
     if header.base_offset < 0 || header.base_offset as u64 >= context.map_end {
         return Ok(Filtered::Unchanged);

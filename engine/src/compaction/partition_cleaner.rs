@@ -2,13 +2,16 @@
 //! cleanable dirty range, map its keys to their latest offsets, rewrite every sealed segment
 //! up to the end of the mapped range, swap each in.
 //!
-//! - Cleanable: sealed segments (never the active one) whose batches are durable, up to the
-//!   first whose largest timestamp is younger than `min.compaction.lag.ms`.
+//! - Cleanable: sealed segments (never the active one) whose batches are durable and below
+//!   the last stable offset (no open transaction reaches into them), up to the first whose
+//!   largest timestamp is younger than `min.compaction.lag.ms`.
 //! - Dirty: what lies at or past the first dirty offset (where the previous pass stopped,
 //!   kept across restarts and takeovers in the log's `cleaner-offset-checkpoint`,
 //!   [`crate::compaction::cleaner_checkpoint`]; [`load_checkpoint`] reads it).
 //! - The map covers the dirty range from its start for as many keys as fit in the dedupe
-//!   buffer; it ends at a batch boundary. Records past its end are kept as they are.
+//!   buffer; it ends at a batch boundary. Records past its end are kept as they are. Records
+//!   of aborted transactions are not mapped ([`crate::compaction::aborted_batches`]), and
+//!   are dropped wherever the pass rewrites a segment.
 //! - Segments are rewritten one for one, oldest first (each keeps its base offset and its
 //!   next segment's base, so offsets never move and the log start never changes).
 //! - A segment inherited from an older epoch is first rewritten without delete horizons,
@@ -226,7 +229,11 @@ async fn clean_view(
         outcome.bytes_read += segment.size;
         while let Some(stored) = reader.next(throttle).await? {
             let header = stored.header;
-            if (header.next_offset() as u64) <= first_dirty || header.is_control() {
+            // Markers have no keys; an aborted record never supersedes anything.
+            if (header.next_offset() as u64) <= first_dirty
+                || header.is_control()
+                || view.aborted.contains(&header)
+            {
                 continue;
             }
             if !put_keys(
@@ -253,6 +260,7 @@ async fn clean_view(
         delete_retention_ms: millis(config.delete_retention),
         max_batch_bytes: cleaner.max_batch_bytes,
         may_set_horizon: true,
+        aborted: &view.aborted,
     };
     let target = Target {
         storage: &view.storage,

@@ -61,9 +61,18 @@ impl PartitionLog {
                     position,
                     log_start_offset: state.log_start_offset,
                 };
+                // Every index entry is below the point (the flush above covered the
+                // markers) and is written before it: the active segment's just below, the
+                // sealed ones' by their seals, which end before the point is written.
+                let with_entries: Vec<u64> = state
+                    .segments
+                    .values()
+                    .filter(|s| !s.txn_index.entries().is_empty())
+                    .map(|s| s.base_offset)
+                    .collect();
                 (
                     point,
-                    state.producers.encode_snapshot(point.offset),
+                    state.producers.encode_snapshot(point.offset, &with_entries),
                     state.epochs.encode(),
                     state.active_mut()?.index_persist_job(),
                 )

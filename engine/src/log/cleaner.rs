@@ -31,6 +31,8 @@ pub(crate) struct CleanerView {
     pub sealed: Vec<SealedSegment>,
     /// Producer id → last offset of its last batch.
     pub producer_last: std::collections::HashMap<i64, i64>,
+    /// The log's aborted transactions (their data is dropped, its keys not mapped).
+    pub aborted: crate::compaction::aborted_batches::AbortedBatches,
 }
 
 /// The cleaner's side of the log: a view of its sealed segments and the swap of a cleaned
@@ -40,13 +42,17 @@ impl PartitionLog {
         let state = self.shared.state.borrow();
         state.check_usable()?;
         let active_base = state.active()?.base_offset;
+        // Kafka's cleaner stops at the first uncleanable offset, at most the last stable
+        // offset: records of an open transaction may still be aborted, so no key may be
+        // mapped to one nor any record dropped for one.
+        let cleanable_end = state.last_stable_offset();
         let sealed = state
             .segments
             .values()
             .filter(|s| {
                 s.base_offset != active_base && matches!(s.index, segment::SegmentIndex::Sealed(_))
             })
-            .take_while(|s| s.next_offset <= state.durable.offset)
+            .take_while(|s| s.next_offset <= cleanable_end)
             .map(|s| SealedSegment {
                 base_offset: s.base_offset,
                 next_offset: s.next_offset,
@@ -62,12 +68,16 @@ impl PartitionLog {
             .into_iter()
             .filter_map(|entry| Some((entry.producer_id(), entry.last_batch()?.last_offset)))
             .collect();
+        let aborted = crate::compaction::aborted_batches::AbortedBatches::from_entries(
+            state.segments.values().flat_map(|s| s.txn_index.entries()),
+        );
         Ok(CleanerView {
             storage: self.shared.storage.clone(),
             dir: self.shared.dir.clone(),
             epoch: self.shared.epoch,
             sealed,
             producer_last,
+            aborted,
         })
     }
 
@@ -164,6 +174,12 @@ impl PartitionLog {
                 }
             };
         let mut state = self.shared.state.borrow_mut();
+        // The swap leaves the transaction index file alone: offsets do not move.
+        let txn_index = state
+            .segments
+            .get(&base)
+            .map(|s| s.txn_index.clone())
+            .unwrap_or_default();
         state.segments.insert(
             base,
             Segment {
@@ -176,6 +192,7 @@ impl PartitionLog {
                 max_timestamp: cleaned.max_timestamp,
                 first_append_ms: None,
                 index: segment::SegmentIndex::Sealed(None),
+                txn_index,
             },
         );
         state.segment_swaps += 1;

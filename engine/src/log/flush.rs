@@ -77,6 +77,8 @@ impl PartitionLog {
                             segment_base,
                             position,
                         };
+                        // Transactions whose markers are durable now are stable.
+                        state.producers.on_durable(offset);
                     }
                 }
                 Err(error) => match crate::fence::FencedBy::from_error(&error) {

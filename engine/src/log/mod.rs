@@ -17,8 +17,9 @@
 //! own `impl PartitionLog` in a sibling module: `append` (validate, dedup, assign offsets),
 //! `roll` (new segments and background seals), `flush` (group commit, the high watermark),
 //! `read` (fetches, timestamp lookups), `retention` (retention and delete-records),
-//! `checkpoint` (the recovery point), `close` (the two closes, superseded files) and
-//! `cleaner` (what the log cleaner sees and its swap).
+//! `checkpoint` (the recovery point), `close` (the two closes, superseded files),
+//! `cleaner` (what the log cleaner sees and its swap) and `transactions` (markers, the last
+//! stable offset, read-committed reads).
 
 mod append;
 mod checkpoint;
@@ -28,9 +29,11 @@ mod flush;
 mod read;
 mod retention;
 mod roll;
+mod transactions;
 
 pub(crate) use cleaner::{CleanerView, SealedSegment};
 pub(crate) use close::Checkpoint;
+pub use transactions::{AbortedTransaction, CommittedRead, TxnMarker};
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -112,6 +115,9 @@ pub struct LogOffsets {
     pub high_watermark: u64,
     /// Offset the next appended record gets.
     pub log_end_offset: u64,
+    /// Read-committed readers read below it: the first offset of the earliest open
+    /// transaction, capped by the high watermark.
+    pub last_stable_offset: u64,
 }
 
 /// Where durability has reached.
@@ -336,6 +342,7 @@ impl PartitionLog {
             log_start_offset: state.log_start_offset,
             high_watermark: state.durable.offset,
             log_end_offset: state.next_offset,
+            last_stable_offset: state.last_stable_offset(),
         }
     }
 

@@ -18,23 +18,35 @@ impl PartitionLog {
     /// least one batch, never past the high watermark. Reading at the high watermark returns
     /// nothing; outside `[log_start_offset, log_end_offset]` is an error.
     pub async fn read(&self, offset: u64, max_bytes: usize) -> Result<FetchedRecords> {
+        self.read_below(offset, max_bytes, u64::MAX).await
+    }
+
+    /// [`PartitionLog::read`] of the batches below `upper` only (and below the high
+    /// watermark): a read-committed fetch passes the last stable offset.
+    pub(super) async fn read_below(
+        &self,
+        offset: u64,
+        max_bytes: usize,
+        upper: u64,
+    ) -> Result<FetchedRecords> {
         loop {
-            if let Some(fetched) = self.read_unless_swapped(offset, max_bytes).await? {
+            if let Some(fetched) = self.read_unless_swapped(offset, max_bytes, upper).await? {
                 return Ok(fetched);
             }
         }
     }
 
-    /// [`PartitionLog::read`], or `None` when compaction swapped a segment while the start
-    /// position was being looked up (the position may then belong to the other file).
+    /// [`PartitionLog::read_below`], or `None` when compaction swapped a segment while the
+    /// start position was being looked up (the position may then belong to the other file).
     async fn read_unless_swapped(
         &self,
         offset: u64,
         max_bytes: usize,
+        upper: u64,
     ) -> Result<Option<FetchedRecords>> {
         self.shared.last_read.set(Some(std::time::Instant::now()));
         let swaps = self.shared.state.borrow().segment_swaps;
-        let (segment_base, file, readable_end, hint, high_watermark, log_start_offset) = {
+        let (segment_base, file, readable_end, hint, high_watermark, log_start_offset, bound) = {
             let mut state = self.shared.state.borrow_mut();
             state.check_usable()?;
             let high_watermark = state.durable.offset;
@@ -51,10 +63,12 @@ impl PartitionLog {
                 high_watermark,
                 log_start_offset,
             };
-            if offset >= high_watermark {
+            // Batches are whole and `upper` (a last stable offset) is a batch boundary.
+            let bound = high_watermark.min(upper);
+            if offset >= bound {
                 return Ok(Some(fetched));
             }
-            if let Some(chunk) = state.tail_cache.read(offset, high_watermark, max_bytes) {
+            if let Some(chunk) = state.tail_cache.read(offset, bound, max_bytes) {
                 fetched.chunks = vec![chunk];
                 return Ok(Some(fetched));
             }
@@ -73,6 +87,7 @@ impl PartitionLog {
                 segment.index_hint(offset),
                 high_watermark,
                 log_start_offset,
+                bound,
             )
         };
         let mut stream = self
@@ -104,7 +119,7 @@ impl PartitionLog {
             start,
             readable_end,
             offset,
-            upper: high_watermark,
+            upper: bound,
             max_bytes,
         }
         .run(first_window)

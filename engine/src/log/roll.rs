@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use crate::config::LogConfig;
 use crate::error::{EngineError, Result};
-use crate::segment::Segment;
+use crate::segment::{PersistedIndexes, Segment};
 use crate::segment_appender::SegmentAppender;
 
 use super::PartitionLog;
@@ -96,9 +96,9 @@ impl PartitionLog {
 
     /// Records the outcome of a background seal: the segment's indexes are read from its
     /// files from now on, or the log is poisoned.
-    fn end_seal(&self, sealed_base: u64, result: Result<()>) {
+    fn end_seal(&self, sealed_base: u64, result: Result<PersistedIndexes>) {
         match result {
-            Ok(()) => {
+            Ok(persisted) => {
                 if let Some(segment) = self
                     .shared
                     .state
@@ -106,7 +106,7 @@ impl PartitionLog {
                     .segments
                     .get_mut(&sealed_base)
                 {
-                    segment.mark_sealed();
+                    segment.mark_sealed(persisted);
                 }
             }
             Err(error) => {

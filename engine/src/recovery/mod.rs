@@ -13,7 +13,12 @@
 //!    segment, which rebuilds and seals it.
 //! 3. From the recovery point every batch is validated (framing, magic, CRC-32C, offsets
 //!    dense); index entries, leader epochs and producer state are rebuilt from the batches
-//!    seen. The whole log is validated instead when the checkpoint is missing or corrupt,
+//!    seen. Producer state starts from the snapshot taken at the point (open transactions
+//!    included) and replays what follows, transaction markers too; the transaction index
+//!    entries of markers below the point come from the `.txnindex` files, those after it from
+//!    the replay ([`crate::txn_index`]). A missing `.txnindex` the snapshot counts on, or a
+//!    damaged one, makes the scan start at the first segment with no snapshot, which
+//!    rebuilds them all. The whole log is validated instead when the checkpoint is missing or corrupt,
 //!    when the leader-epoch checkpoint is, or when the segment holding the recovery point
 //!    is shorter than the point (it was cut behind our back). The first torn or corrupt
 //!    batch of the last segment ends the log there. In an earlier segment, what the scan
@@ -61,11 +66,12 @@ use crate::config::LogConfig;
 use crate::error::{EngineError, Result};
 use crate::leader_epoch::LeaderEpochCache;
 use crate::log::{leader_epoch_file, recovery_point_file, DurablePoint, LogState};
-use crate::producer_state::ProducerStateTable;
+use crate::producer_state::{ProducerStateTable, Snapshot};
 use crate::segment::{self, ActiveIndex, Segment, SegmentIndex};
 use crate::segment_appender::SegmentAppender;
 use crate::storage::{LogFile, Storage};
 use crate::tail_cache::TailCache;
+use crate::txn_index::SegmentTxnIndex;
 use plan::{ScanStart, Scanned, TailAction};
 
 pub(crate) use listing::remove_old_snapshots;
@@ -146,11 +152,47 @@ impl Recovery<'_> {
             .choose_scan_start(&bases, &listing.snapshots, point)
             .await?;
         let (start, trusted) = self.verify_trusted(&bases, start).await?;
-        let mut producers = snapshot.unwrap_or_default();
+        let (mut producers, with_entries) = match snapshot {
+            Some(snapshot) => (snapshot.table, snapshot.txn_index_segments),
+            None => (ProducerStateTable::default(), Vec::new()),
+        };
+        let loaded = listing::load_txn_indexes(
+            storage,
+            dir,
+            epoch,
+            &listing,
+            &bases,
+            start.replay_from,
+            &with_entries,
+        )
+        .await?;
+        let (start, trusted, txn_indexes) = match loaded {
+            Ok(txn_indexes) => (start, trusted, txn_indexes),
+            Err((base, damaged)) => {
+                // Only a replay from the first segment rebuilds what the file held: the
+                // transactions its markers ended may have begun anywhere before.
+                tracing::warn!(dir = %dir.display(), base, reason = damaged.0, "damaged transaction index; recovering the whole log");
+                for (_, file, _) in trusted.into_values() {
+                    let _ = file.close().await;
+                }
+                producers = ProducerStateTable::default();
+                let none = listing::load_txn_indexes(storage, dir, epoch, &listing, &bases, 0, &[])
+                    .await?
+                    .unwrap_or_default();
+                (ScanStart::whole_log(bases[0]), Trusted::new(), none)
+            }
+        };
         epochs.truncate_from(start.offset());
 
         let scanned = self
-            .scan_segments(&bases, start, trusted, &mut epochs, &mut producers)
+            .scan_segments(
+                &bases,
+                start,
+                trusted,
+                txn_indexes,
+                &mut epochs,
+                &mut producers,
+            )
             .await?;
         let ScannedLog {
             mut segments,
@@ -163,6 +205,8 @@ impl Recovery<'_> {
                 .await?;
         }
         producers.truncate_to(next_offset as i64);
+        // Everything recovery kept is durable (the active segment is synced below).
+        producers.on_durable(next_offset);
         epochs.truncate_from(next_offset);
         self.start_own_segment(&mut segments, next_offset).await?;
         let (appender, durable) = self.open_appender(&segments, next_offset).await?;
@@ -216,7 +260,7 @@ impl Recovery<'_> {
         bases: &[u64],
         snapshots: &[u64],
         point: Option<RecoveryPoint>,
-    ) -> Result<(ScanStart, Option<ProducerStateTable>)> {
+    ) -> Result<(ScanStart, Option<Snapshot>)> {
         let (storage, dir, epoch) = (self.storage, self.dir, self.scope.epoch);
         let snapshot = match point {
             Some(point) => {
@@ -224,8 +268,11 @@ impl Recovery<'_> {
             }
             None => None,
         };
-        let located =
-            ScanStart::from_checkpoint(bases, point, snapshot.as_ref().map(|(offset, _)| *offset));
+        let located = ScanStart::from_checkpoint(
+            bases,
+            point,
+            snapshot.as_ref().map(|s| s.covers_up_to_offset),
+        );
         let located = match located {
             Some(start)
                 if !start.fits(
@@ -238,7 +285,7 @@ impl Recovery<'_> {
             other => other,
         };
         Ok(match located {
-            Some(start) => (start, snapshot.map(|(_, table)| table)),
+            Some(start) => (start, snapshot),
             None => (ScanStart::whole_log(bases[0]), None),
         })
     }
@@ -286,6 +333,7 @@ impl Recovery<'_> {
         bases: &[u64],
         start: ScanStart,
         mut trusted: Trusted,
+        mut txn_indexes: BTreeMap<u64, SegmentTxnIndex>,
         epochs: &mut LeaderEpochCache,
         producers: &mut ProducerStateTable,
     ) -> Result<ScannedLog> {
@@ -297,6 +345,7 @@ impl Recovery<'_> {
             first_doomed: None,
         };
         for (i, &base) in bases.iter().enumerate() {
+            let txn_index = txn_indexes.remove(&base).unwrap_or_default();
             let (file, file_size, trusted_index) = match trusted.remove(&base) {
                 Some((loaded, file, size)) => (file, size, Some(loaded)),
                 None => {
@@ -327,6 +376,7 @@ impl Recovery<'_> {
                     max_timestamp: max_ts,
                     first_append_ms: None,
                     index: SegmentIndex::Sealed(None),
+                    txn_index,
                 };
                 log.segments.insert(base, sealed);
                 log.next_offset = next;
@@ -354,6 +404,7 @@ impl Recovery<'_> {
                 max_timestamp: index.times.last().map_or(-1, |e| e.timestamp),
                 first_append_ms: None,
                 index: SegmentIndex::Sealed(None),
+                txn_index,
             };
             if let Some(entry) = index.times.last() {
                 if log.max_timestamp.is_none_or(|(ts, _)| entry.timestamp > ts) {
@@ -393,8 +444,8 @@ impl Recovery<'_> {
             }
             log.next_offset = segment.next_offset;
             if end.seal {
-                segment.seal_job().run(storage, dir).await?;
-                segment.mark_sealed();
+                let persisted = segment.seal_job().run(storage, dir).await?;
+                segment.mark_sealed(persisted);
             }
             log.segments.insert(base, segment);
             if end.log_ends_here {
@@ -477,8 +528,8 @@ impl Recovery<'_> {
                     let _ = last.file.close().await;
                     segment::remove_files(storage, dir, base, epoch).await?;
                 } else {
-                    last.seal_job().run(storage, dir).await?;
-                    last.mark_sealed();
+                    let persisted = last.seal_job().run(storage, dir).await?;
+                    last.mark_sealed(persisted);
                     segments.insert(base, last);
                 }
             }

@@ -205,15 +205,14 @@ pub(super) async fn scan_segment_from(
             segment.max_timestamp = segment.max_timestamp.max(header.max_timestamp);
             epochs.assign(header.partition_leader_epoch, header.base_offset as u64);
             if header.base_offset as u64 >= replay_from {
-                producers.record(
-                    header.producer_id,
-                    header.producer_epoch,
-                    header.base_sequence,
-                    header.last_sequence(),
-                    header.base_offset,
-                    header.last_offset(),
-                    header.max_timestamp,
-                );
+                // Transactions a marker below `replay_from` aborted are in the index file
+                // already (kept by the caller); from here on they are rebuilt.
+                let at = (found.position - position) as usize;
+                let records = &bytes[at + batch::BATCH_HEADER_LEN..at + found.total_len];
+                let completed = producers.replay_stored_batch(&header, records);
+                if let Some(aborted) = completed.and_then(|txn| txn.aborted_txn()) {
+                    segment.txn_index.push(aborted);
+                }
             }
             if max_timestamp.is_none_or(|(ts, _)| header.max_timestamp > ts) {
                 *max_timestamp = Some((header.max_timestamp, header.last_offset() as u64));

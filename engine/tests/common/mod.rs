@@ -5,6 +5,7 @@
 
 pub mod child_writer;
 pub mod files;
+pub mod read_committed;
 pub mod tmpfs;
 
 use std::future::Future;
