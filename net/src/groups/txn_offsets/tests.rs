@@ -742,6 +742,10 @@ fn a_completed_transaction_shows_in_consumer_offsets() {
             .offsets_topic()
             .sync(&coordinator.groups(), &view)
             .await;
+        let start = coordinator
+            .offsets_topic()
+            .high_watermark(partition)
+            .expect("served");
         let errors = txn_commit(&coordinator, GROUP, producer(1, 0), vec![to_commit(0, 10)]).await;
         assert_eq!(errors, vec![ErrorCode::None]);
         coordinator
@@ -752,6 +756,7 @@ fn a_completed_transaction_shows_in_consumer_offsets() {
             .offsets_topic()
             .high_watermark(partition)
             .expect("served");
+        assert_eq!(before, start, "a pending offset is no committed one: no record yet");
         assert_eq!(
             complete_transaction(&coordinator, partition, 1, 0, true).await,
             ErrorCode::None
