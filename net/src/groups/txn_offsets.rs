@@ -21,12 +21,13 @@
 //!   ILLEGAL_GENERATION for TxnOffsetCommit), also when a commit at an older epoch names a
 //!   partition the member has not owned since (KIP-1251): then nothing of the request is
 //!   written.
-//! - A producer epoch older than the one the producer's pending offsets in this group were
-//!   written at is INVALID_PRODUCER_EPOCH (what Kafka's producer state answers the append).
 //! - Per offset: OFFSET_METADATA_TOO_LARGE over `offset.metadata.max.bytes`.
 //! - The remaining offsets are written to the group's store as pending for the producer, in
-//!   one apply (durable before the answer); a store failure answers NOT_COORDINATOR (a
-//!   newer coordinator claimed the group) or COORDINATOR_NOT_AVAILABLE.
+//!   one apply (durable before the answer). When the write fails every known offset gets
+//!   the error, as when Kafka's append fails: INVALID_PRODUCER_EPOCH for an epoch older
+//!   than the one the producer's pending offsets in this group were written at (what
+//!   Kafka's producer state answers), NOT_COORDINATOR when a newer coordinator claimed the
+//!   group, COORDINATOR_NOT_AVAILABLE for another store failure.
 //!
 //! What kaas leaves to the TxnOffsetCommit handler and the transaction coordinator: Kafka
 //! 4.4 verifies the transaction with its coordinator before writing (that the producer's
@@ -168,7 +169,14 @@ pub async fn commit_transactional(
             return errors;
         }
     };
-    let errors_before_check = errors.clone();
+    // What Kafka answers when the operation fails as a whole (a partition's member check,
+    // the append): every known offset gets the error.
+    let known = errors.clone();
+    let whole_request = |code: ErrorCode| {
+        let mut errors = known.clone();
+        fail_known(&mut errors, code);
+        errors
+    };
     let max_metadata = coordinator.config.offset_metadata_max_bytes;
     let mut changes = Vec::new();
     for ((resolved, offset), error) in resolved.into_iter().zip(offsets).zip(errors.iter_mut()) {
@@ -180,11 +188,8 @@ pub async fn commit_transactional(
             continue;
         }
         if check.partition_error(topic_id, offset.partition) != ErrorCode::None {
-            // Kafka's per-partition check throws: the whole request fails, nothing is
-            // written.
-            let mut errors = errors_before_check;
-            fail_known(&mut errors, ErrorCode::IllegalGeneration);
-            return errors;
+            // Kafka's per-partition check throws: nothing is written.
+            return whole_request(ErrorCode::IllegalGeneration);
         }
         changes.push(GroupChange::PendingCommit {
             producer_id: committer.producer_id,
@@ -208,15 +213,11 @@ pub async fn commit_transactional(
         .pending_producer_epoch(committer.producer_id)
         .is_some_and(|epoch| committer.producer_epoch < epoch)
     {
-        fail_known(&mut errors, ErrorCode::InvalidProducerEpoch);
-        return errors;
+        return whole_request(ErrorCode::InvalidProducerEpoch);
     }
     if let Err(error) = group.store.apply(changes).await {
         tracing::error!(group = %group_id, %error, "committing transactional offsets");
-        let code = commit_error_code(&error);
-        for slot in errors.iter_mut().filter(|c| **c == ErrorCode::None) {
-            *slot = code;
-        }
+        return whole_request(commit_error_code(&error));
     }
     errors
 }

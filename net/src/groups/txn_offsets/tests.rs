@@ -756,7 +756,10 @@ fn a_completed_transaction_shows_in_consumer_offsets() {
             .offsets_topic()
             .high_watermark(partition)
             .expect("served");
-        assert_eq!(before, start, "a pending offset is no committed one: no record yet");
+        assert_eq!(
+            before, start,
+            "a pending offset is no committed one: no record yet"
+        );
         assert_eq!(
             complete_transaction(&coordinator, partition, 1, 0, true).await,
             ErrorCode::None
