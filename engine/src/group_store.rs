@@ -37,8 +37,9 @@
 //! After a flush, when the file is over 1 MiB and more than 4 times what the live state
 //! needs, the live state (metadata, then every committed and pending offset in the order
 //! they were written) is written as a new file the same way (temporary file, fsync,
-//! rename, directory fsync) and appends continue in it. It runs inside the flush slot, so no record is written while it
-//! runs; applies arriving meanwhile queue and go into the new file. A crash before the
+//! rename, directory fsync) and appends continue in it. It runs inside the flush slot, so
+//! no record is written while it runs; applies arriving meanwhile queue and go into the
+//! new file. A crash before the
 //! rename leaves the old file (a stale `offsets.log.tmp` is removed at open), after it the
 //! new one; both hold every acknowledged change.
 //!
