@@ -39,9 +39,10 @@
 //! they were written) is written as a new file the same way (temporary file, fsync,
 //! rename, directory fsync) and appends continue in it. It runs inside the flush slot, so
 //! no record is written while it runs; applies arriving meanwhile queue and go into the
-//! new file. A crash before the
-//! rename leaves the old file (a stale `offsets.log.tmp` is removed at open), after it the
-//! new one; both hold every acknowledged change.
+//! new file. A crash before the rename leaves the old file (a stale `offsets.log.tmp` is
+//! removed at open), after it the new one; both hold every acknowledged change. The same
+//! rewrite upgrades a version-1 file before its first transactional record (see
+//! [`record`], "Versions").
 //!
 //! # Recovery
 //! Open reads the file, replays every valid record and cuts the file after the last one
