@@ -1,5 +1,5 @@
-//! The durable store of one consumer group: committed offsets and the coordinator's opaque
-//! group metadata.
+//! The durable store of one consumer group: committed offsets, pending transactional
+//! offsets and the coordinator's opaque group metadata.
 //!
 //! # Layout
 //! `<data>/groups/<dir>/offsets.log` (`offsets-e<epoch>.log` for a store opened at a fence
@@ -24,14 +24,25 @@
 //! The file is created by writing its header to a temporary file, fsyncing it, renaming it
 //! into place and fsyncing the directory, so it never exists without a complete header.
 //!
+//! # Transactional offsets
+//! A transactional producer's offset commits ([`GroupChange::PendingCommit`], Kafka's
+//! TxnOffsetCommit) are kept per producer, apart from the committed offsets, until a
+//! [`GroupChange::CompleteTransaction`] of that producer (the transaction marker Kafka
+//! writes to the group's `__consumer_offsets` partition) commits them into the committed
+//! offsets or drops them. Both are ordinary changes: durable before they are acknowledged,
+//! replayed at open, kept by compaction and by a takeover, fenced like every apply. The
+//! rules (which commit wins, stale producer epochs, deleted offsets) are in `view`.
+//!
 //! # Compaction
 //! After a flush, when the file is over 1 MiB and more than 4 times what the live state
-//! needs, the live state (metadata, then every offset in topic and partition order) is
-//! written as a new file the same way (temporary file, fsync, rename, directory fsync) and
-//! appends continue in it. It runs inside the flush slot, so no record is written while it
-//! runs; applies arriving meanwhile queue and go into the new file. A crash before the
-//! rename leaves the old file (a stale `offsets.log.tmp` is removed at open), after it the
-//! new one; both hold every acknowledged change.
+//! needs, the live state (metadata, then every committed and pending offset in the order
+//! they were written) is written as a new file the same way (temporary file, fsync,
+//! rename, directory fsync) and appends continue in it. It runs inside the flush slot, so
+//! no record is written while it runs; applies arriving meanwhile queue and go into the
+//! new file. A crash before the rename leaves the old file (a stale `offsets.log.tmp` is
+//! removed at open), after it the new one; both hold every acknowledged change. The same
+//! rewrite upgrades a version-1 file before its first transactional record (see
+//! [`record`], "Versions").
 //!
 //! # Recovery
 //! Open reads the file, replays every valid record and cuts the file after the last one
@@ -115,6 +126,36 @@ pub enum GroupChange {
     /// Opaque group metadata (members, generation, assignment) owned by the coordinator;
     /// replaces the previous blob. An empty blob means "no metadata".
     Metadata(Bytes),
+    /// A transactional offset commit (Kafka's TxnOffsetCommit): the offset is pending for
+    /// `producer_id` until that producer's transaction completes, and replaces the
+    /// producer's earlier pending offset of the same partition. It is not a committed
+    /// offset ([`GroupStore::offset`]) until then. Ignored when the producer's pending
+    /// offsets were written at a newer epoch.
+    PendingCommit {
+        /// The transactional producer.
+        producer_id: i64,
+        /// Its epoch.
+        producer_epoch: i16,
+        /// Topic name.
+        topic: String,
+        /// Partition index.
+        partition: i32,
+        /// The offset to commit when the transaction commits.
+        committed: CommittedOffset,
+    },
+    /// `producer_id`'s transaction ended (a transaction marker): on commit each of its
+    /// pending offsets becomes the partition's committed offset, unless the committed one
+    /// was written after it (Kafka keeps the latest write); on abort they are dropped.
+    /// Ignored when the producer has no pending offset or they were written at a newer
+    /// epoch than `producer_epoch`.
+    CompleteTransaction {
+        /// The transactional producer.
+        producer_id: i64,
+        /// The marker's producer epoch.
+        producer_epoch: i16,
+        /// Commit (true) or abort (false).
+        commit: bool,
+    },
 }
 
 /// One consumer group's committed offsets and metadata, durable on the data volume.
@@ -150,10 +191,14 @@ struct State {
     file: Option<IndexFile>,
     /// Bytes written to the file (durable, or being written by the running flush).
     file_len: u64,
+    /// The format version of the file's header.
+    file_version: u16,
     /// The durable state.
     view: View,
     /// Records queued for the next flush, back to back.
     pending: Vec<u8>,
+    /// The newest format version a record queued since the last flush took them needs.
+    pending_version: u16,
     /// Their changes, in order.
     pending_changes: Vec<Change>,
     /// Number of applies queued so far.
@@ -232,7 +277,7 @@ impl GroupStore {
             .remove(&dir.join(format!("{}.tmp", log_file_name(epoch))))
             .await?;
         let existing = storage.read_small(&path).await?.filter(|b| !b.is_empty());
-        let (view, file_len, cut) = match existing {
+        let (view, file_len, file_version, cut) = match existing {
             Some(bytes) => {
                 let replayed = replay_checked(&bytes, &path, group_id)?;
                 if let Some(reason) = &replayed.stopped_by {
@@ -245,13 +290,14 @@ impl GroupStore {
                     );
                 }
                 let cut = replayed.valid_len < bytes.len();
-                (replayed.view, replayed.valid_len as u64, cut)
+                let len = replayed.valid_len as u64;
+                (replayed.view, len, replayed.version, cut)
             }
             None => {
-                let header = record::encode_header(group_id);
+                let header = record::encode_header(group_id, record::FIRST_VERSION);
                 let len = header.len() as u64;
                 storage.write_small_durable(&path, header).await?;
-                (View::default(), len, false)
+                (View::default(), len, record::FIRST_VERSION, false)
             }
         };
         let file = storage.open_index_file(&path).await?;
@@ -273,8 +319,10 @@ impl GroupStore {
                 state: RefCell::new(State {
                     file: Some(file),
                     file_len,
+                    file_version,
                     view,
                     pending: Vec::new(),
+                    pending_version: record::FIRST_VERSION,
                     pending_changes: Vec::new(),
                     queued: 0,
                     durable: 0,
@@ -327,8 +375,9 @@ impl GroupStore {
                     .ok_or_else(|| corrupt(&path, "vanished while listing"))?,
                 _ => prefix,
             };
-            let group_id =
-                record::unframe(&header).and_then(|(body, _)| record::decode_header(body));
+            let group_id = record::unframe(&header)
+                .and_then(|(body, _)| record::decode_header(body))
+                .map(|header| header.group_id);
             match group_id {
                 Ok(id) if dir_name(&id) == name => ids.push(id),
                 Ok(id) => {
@@ -368,7 +417,39 @@ impl GroupStore {
         self.shared.state.borrow().view.has_offsets()
     }
 
-    /// Whether there are no offsets and no metadata.
+    /// The durable pending transactional offsets of `producer_id` (see
+    /// [`GroupChange::PendingCommit`]): (topic, partition, offset), ordered by topic then
+    /// partition; empty when it has none.
+    pub fn pending_offsets(&self, producer_id: i64) -> Vec<(String, i32, CommittedOffset)> {
+        self.shared.state.borrow().view.pending_offsets(producer_id)
+    }
+
+    /// The producers with durable pending offsets, each with the producer epoch they were
+    /// written at, ordered by producer id.
+    pub fn pending_producers(&self) -> Vec<(i64, i16)> {
+        self.shared.state.borrow().view.pending_producers()
+    }
+
+    /// The producer epoch `producer_id`'s pending offsets were written at, if it has any.
+    pub fn pending_producer_epoch(&self, producer_id: i64) -> Option<i16> {
+        self.shared.state.borrow().view.pending_epoch(producer_id)
+    }
+
+    /// Whether some producer has a durable pending offset for the partition.
+    pub fn has_pending_offset(&self, topic: &str, partition: i32) -> bool {
+        self.shared
+            .state
+            .borrow()
+            .view
+            .has_pending_offset(topic, partition)
+    }
+
+    /// Whether any producer has a durable pending offset.
+    pub fn has_pending_offsets(&self) -> bool {
+        self.shared.state.borrow().view.has_pending_offsets()
+    }
+
+    /// Whether there are no offsets (committed or pending) and no metadata.
     pub fn is_empty(&self) -> bool {
         self.shared.state.borrow().view.is_empty()
     }
@@ -451,6 +532,8 @@ impl GroupStore {
                 ));
             }
             let framed = record::frame(&record::encode_changes(&changes));
+            let version = changes.iter().map(Change::min_version).max();
+            state.pending_version = state.pending_version.max(version.unwrap_or_default());
             state.pending.extend_from_slice(&framed);
             state.pending_changes.extend(changes);
             state.queued += 1;
@@ -493,8 +576,14 @@ impl GroupStore {
     /// Writes and syncs every queued record, then applies their changes to the view.
     async fn flush_once(&self) {
         let slot = self.take_flush_slot();
+        if let Err(error) = self.upgrade_if_needed().await {
+            self.poison(error.to_string());
+            slot.finish();
+            return;
+        }
         let (file, bytes, changes, position, upto) = {
             let mut state = self.shared.state.borrow_mut();
+            state.pending_version = record::FIRST_VERSION;
             (
                 state.file.clone(),
                 std::mem::take(&mut state.pending),
@@ -537,7 +626,7 @@ impl GroupStore {
                     state.needs_compaction(header_len)
                 };
                 if compact {
-                    if let Err(error) = self.compact().await {
+                    if let Err(error) = self.compact(record::FIRST_VERSION).await {
                         self.poison(error.to_string());
                     }
                 }
@@ -554,14 +643,37 @@ impl GroupStore {
         slot.finish();
     }
 
-    /// Replaces the file with one holding only the live state. Runs in the flush slot.
-    async fn compact(&self) -> Result<()> {
-        let snapshot = self
+    /// Before records of a newer format version than the file's are written, rewrites the
+    /// file with the durable state at the version they need (see [`record`], "Versions"),
+    /// so that the file never holds records its header does not announce. Runs in the
+    /// flush slot, before the flush takes the queued records.
+    async fn upgrade_if_needed(&self) -> Result<()> {
+        loop {
+            let needed = {
+                let state = self.shared.state.borrow();
+                if state.file.is_none() || state.pending_version <= state.file_version {
+                    return Ok(());
+                }
+                state.pending_version
+            };
+            tracing::info!(
+                group = self.shared.group_id,
+                version = needed,
+                "group store: rewriting the file at a newer format version"
+            );
+            self.compact(needed).await?;
+        }
+    }
+
+    /// Replaces the file with one holding only the live state, at the lowest format
+    /// version that holds it and at least `min_version`. Runs in the flush slot.
+    async fn compact(&self, min_version: u16) -> Result<()> {
+        let (snapshot, version) = self
             .shared
             .state
             .borrow()
             .view
-            .encode_snapshot(&self.shared.group_id);
+            .encode_snapshot(&self.shared.group_id, min_version);
         let len = snapshot.len() as u64;
         let storage = &self.shared.storage;
         storage
@@ -577,6 +689,7 @@ impl GroupStore {
         );
         state.file = Some(file);
         state.file_len = len;
+        state.file_version = version;
         self.shared
             .compactions
             .set(self.shared.compactions.get() + 1);

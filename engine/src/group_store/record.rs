@@ -14,7 +14,7 @@
 //! |---|---|
 //! | 1 | kind `1` (header) |
 //! | 4 | magic `KGS1` |
-//! | 2 | format version (1) |
+//! | 2 | format version (1 or 2) |
 //! | 4 | group id length `n` |
 //! | `n` | group id, UTF-8 |
 //!
@@ -26,14 +26,30 @@
 //! | 4 | change count |
 //! | … | the changes, each a tag byte then its fields |
 //!
-//! | tag | change | fields |
-//! |---|---|---|
-//! | 1 | commit | topic, partition `i32`, offset `i64`, leader epoch `i32`, metadata string, commit timestamp `i64` (ms) |
-//! | 2 | delete offset | topic, partition `i32` |
-//! | 3 | group metadata | blob (empty: no metadata) |
-//! | 4 | remove topic | topic |
+//! | tag | change | fields | versions |
+//! |---|---|---|---|
+//! | 1 | commit | topic, partition `i32`, offset `i64`, leader epoch `i32`, metadata string, commit timestamp `i64` (ms) | 1, 2 |
+//! | 2 | delete offset | topic, partition `i32` | 1, 2 |
+//! | 3 | group metadata | blob (empty: no metadata) | 1, 2 |
+//! | 4 | remove topic | topic | 1, 2 |
+//! | 5 | pending transactional commit | producer id `i64`, producer epoch `i16`, then a commit's fields: topic, partition `i32`, offset `i64`, leader epoch `i32`, metadata string, commit timestamp `i64` (ms) | 2 |
+//! | 6 | transaction completed | producer id `i64`, producer epoch `i16`, result `u8` (1 commit, 0 abort) | 2 |
 //!
 //! Strings and blobs are a 4-byte length followed by the bytes; strings are UTF-8.
+//!
+//! # Versions
+//! Version 1 knows tags 1–4. Version 2 adds the transactional offset commits (tags 5 and
+//! 6; what they mean is in [`GroupChange`]). Both are read; a file of version 1 holds tags
+//! 1–4 only (a tag 5 or 6 in it is malformed, like an unknown tag).
+//!
+//! A file is written at the lowest version that holds what it is written with: a new file,
+//! and a compacted one without pending transactional offsets, at version 1; a compacted one
+//! with some at version 2. A flush about to append a tag 5 or 6 to a version-1 file first
+//! rewrites the file whole at version 2 (as a compaction does: temporary file, fsync,
+//! rename, directory fsync). So a file never holds records its header does not announce,
+//! and a broker that knows only version 1 refuses a file that needs version 2 for its
+//! header instead of cutting it at the first record it cannot read, while the files of
+//! groups that never saw a transactional commit stay readable by it.
 //!
 //! A record is valid when its length fits in [`MAX_RECORD_BODY`] and in the bytes present,
 //! its CRC matches and its body decodes exactly (no bytes left over, no unknown tag or
@@ -57,13 +73,17 @@ const SNAPSHOT_CHUNK: usize = 1 << 20;
 const KIND_HEADER: u8 = 1;
 const KIND_CHANGES: u8 = 2;
 const MAGIC: &[u8; 4] = b"KGS1";
-/// The format version written in the header.
-pub const VERSION: u16 = 1;
+/// The newest format version.
+pub const VERSION: u16 = 2;
+/// The oldest format version read.
+pub const FIRST_VERSION: u16 = 1;
 
 const TAG_COMMIT: u8 = 1;
 const TAG_DELETE_OFFSET: u8 = 2;
 const TAG_METADATA: u8 = 3;
 const TAG_REMOVE_TOPIC: u8 = 4;
+const TAG_PENDING_COMMIT: u8 = 5;
+const TAG_COMPLETE_TRANSACTION: u8 = 6;
 
 /// One change as stored: what the coordinator sends plus the engine's own topic removal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +92,26 @@ pub enum Change {
     Group(GroupChange),
     /// Every offset of a deleted topic goes.
     RemoveTopic(String),
+}
+
+impl Change {
+    /// The first format version that can hold this change.
+    pub fn min_version(&self) -> u16 {
+        match self {
+            Change::Group(GroupChange::PendingCommit { .. })
+            | Change::Group(GroupChange::CompleteTransaction { .. }) => 2,
+            _ => FIRST_VERSION,
+        }
+    }
+}
+
+/// What a header record says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// The group the file belongs to.
+    pub group_id: String,
+    /// The format version of the file's records.
+    pub version: u16,
 }
 
 /// Why bytes are not a valid record.
@@ -140,18 +180,19 @@ pub fn unframe(bytes: &[u8]) -> Result<(&[u8], usize), RecordError> {
     Ok((body, total))
 }
 
-/// The header record naming `group_id`.
-pub fn encode_header(group_id: &str) -> Vec<u8> {
+/// The header record naming `group_id`, of a file at format `version`.
+pub fn encode_header(group_id: &str, version: u16) -> Vec<u8> {
     let mut body = Vec::with_capacity(11 + group_id.len());
     body.push(KIND_HEADER);
     body.extend_from_slice(MAGIC);
-    body.extend_from_slice(&VERSION.to_be_bytes());
+    body.extend_from_slice(&version.to_be_bytes());
     put_bytes(&mut body, group_id.as_bytes());
     frame(&body)
 }
 
-/// The group id in a header body.
-pub fn decode_header(body: &[u8]) -> Result<String, RecordError> {
+/// The group id and format version in a header body; a version newer than [`VERSION`]
+/// (or older than [`FIRST_VERSION`]) is refused.
+pub fn decode_header(body: &[u8]) -> Result<Header, RecordError> {
     let mut reader = Reader(body);
     if reader.u8()? != KIND_HEADER {
         return Err(RecordError::Malformed("the first record is not a header"));
@@ -160,12 +201,12 @@ pub fn decode_header(body: &[u8]) -> Result<String, RecordError> {
         return Err(RecordError::Malformed("bad magic"));
     }
     let version = reader.u16()?;
-    if version != VERSION {
+    if !(FIRST_VERSION..=VERSION).contains(&version) {
         return Err(RecordError::UnknownVersion(version));
     }
     let group_id = reader.string()?;
     reader.finish()?;
-    Ok(group_id)
+    Ok(Header { group_id, version })
 }
 
 /// The body of one batch of changes (not framed).
@@ -179,8 +220,8 @@ pub fn encode_changes(changes: &[Change]) -> Vec<u8> {
     body
 }
 
-/// The changes in a body.
-pub fn decode_changes(body: &[u8]) -> Result<Vec<Change>, RecordError> {
+/// The changes in a body of a file at format `version`.
+pub fn decode_changes(body: &[u8], version: u16) -> Result<Vec<Change>, RecordError> {
     let mut reader = Reader(body);
     if reader.u8()? != KIND_CHANGES {
         return Err(RecordError::Malformed("not a change record"));
@@ -189,19 +230,31 @@ pub fn decode_changes(body: &[u8]) -> Result<Vec<Change>, RecordError> {
     // Every change takes at least 5 bytes, so the count cannot reserve more than that.
     let mut changes = Vec::with_capacity(count.min(reader.0.len() / 5));
     for _ in 0..count {
-        changes.push(reader.change()?);
+        let change = reader.change()?;
+        if change.min_version() > version {
+            return Err(RecordError::Malformed(
+                "change tag newer than the file's version",
+            ));
+        }
+        changes.push(change);
     }
     reader.finish()?;
     Ok(changes)
 }
 
-/// A whole compacted file: the header, then `changes` in records of about
-/// [`SNAPSHOT_CHUNK`] bytes. Each change must fit in one record on its own.
-pub fn encode_snapshot<'a>(
-    group_id: &str,
-    changes: impl IntoIterator<Item = &'a Change>,
-) -> Vec<u8> {
-    let mut out = encode_header(group_id);
+/// The lowest format version that holds `changes`.
+pub fn version_for<'a>(changes: impl IntoIterator<Item = &'a Change>) -> u16 {
+    changes
+        .into_iter()
+        .map(Change::min_version)
+        .fold(FIRST_VERSION, u16::max)
+}
+
+/// A whole compacted file at format `version` (at least [`version_for`] `changes`): the
+/// header, then `changes` in records of about [`SNAPSHOT_CHUNK`] bytes. Each change must fit
+/// in one record on its own.
+pub fn encode_snapshot(group_id: &str, changes: &[Change], version: u16) -> Vec<u8> {
+    let mut out = encode_header(group_id, version);
     let mut chunk: Vec<&Change> = Vec::new();
     let mut chunk_len = 0;
     for change in changes {
@@ -239,6 +292,10 @@ pub fn change_len(change: &Change) -> usize {
         Change::Group(GroupChange::DeleteOffset { topic, .. }) => 1 + 4 + topic.len() + 4,
         Change::Group(GroupChange::Metadata(blob)) => 1 + 4 + blob.len(),
         Change::RemoveTopic(topic) => 1 + 4 + topic.len(),
+        Change::Group(GroupChange::PendingCommit {
+            topic, committed, ..
+        }) => 1 + 8 + 2 + 4 + topic.len() + 4 + 8 + 4 + 4 + committed.metadata.len() + 8,
+        Change::Group(GroupChange::CompleteTransaction { .. }) => 1 + 8 + 2 + 1,
     }
 }
 
@@ -252,6 +309,16 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// A commit's fields: topic, partition, offset, leader epoch, metadata, timestamp.
+fn put_commit(out: &mut Vec<u8>, topic: &str, partition: i32, committed: &CommittedOffset) {
+    put_bytes(out, topic.as_bytes());
+    out.extend_from_slice(&partition.to_be_bytes());
+    out.extend_from_slice(&committed.offset.to_be_bytes());
+    out.extend_from_slice(&committed.leader_epoch.to_be_bytes());
+    put_bytes(out, committed.metadata.as_bytes());
+    out.extend_from_slice(&committed.commit_timestamp_ms.to_be_bytes());
+}
+
 fn put_change(out: &mut Vec<u8>, change: &Change) {
     match change {
         Change::Group(GroupChange::Commit {
@@ -260,12 +327,29 @@ fn put_change(out: &mut Vec<u8>, change: &Change) {
             committed,
         }) => {
             out.push(TAG_COMMIT);
-            put_bytes(out, topic.as_bytes());
-            out.extend_from_slice(&partition.to_be_bytes());
-            out.extend_from_slice(&committed.offset.to_be_bytes());
-            out.extend_from_slice(&committed.leader_epoch.to_be_bytes());
-            put_bytes(out, committed.metadata.as_bytes());
-            out.extend_from_slice(&committed.commit_timestamp_ms.to_be_bytes());
+            put_commit(out, topic, *partition, committed);
+        }
+        Change::Group(GroupChange::PendingCommit {
+            producer_id,
+            producer_epoch,
+            topic,
+            partition,
+            committed,
+        }) => {
+            out.push(TAG_PENDING_COMMIT);
+            out.extend_from_slice(&producer_id.to_be_bytes());
+            out.extend_from_slice(&producer_epoch.to_be_bytes());
+            put_commit(out, topic, *partition, committed);
+        }
+        Change::Group(GroupChange::CompleteTransaction {
+            producer_id,
+            producer_epoch,
+            commit,
+        }) => {
+            out.push(TAG_COMPLETE_TRANSACTION);
+            out.extend_from_slice(&producer_id.to_be_bytes());
+            out.extend_from_slice(&producer_epoch.to_be_bytes());
+            out.push(u8::from(*commit));
         }
         Change::Group(GroupChange::DeleteOffset { topic, partition }) => {
             out.push(TAG_DELETE_OFFSET);
@@ -314,6 +398,10 @@ impl<'a> Reader<'a> {
         Ok(u32::from_be_bytes(self.array()?))
     }
 
+    fn i16(&mut self) -> Result<i16, RecordError> {
+        Ok(i16::from_be_bytes(self.array()?))
+    }
+
     fn i32(&mut self) -> Result<i32, RecordError> {
         Ok(i32::from_be_bytes(self.array()?))
     }
@@ -333,24 +421,57 @@ impl<'a> Reader<'a> {
             .map_err(|_| RecordError::Malformed("string is not UTF-8"))
     }
 
+    /// A commit's fields: topic, partition and the committed offset.
+    fn commit(&mut self) -> Result<(String, i32, CommittedOffset), RecordError> {
+        let topic = self.string()?;
+        let partition = self.i32()?;
+        let offset = self.i64()?;
+        let leader_epoch = self.i32()?;
+        let metadata = self.string()?;
+        let commit_timestamp_ms = self.i64()?;
+        let committed = CommittedOffset {
+            offset,
+            leader_epoch,
+            metadata,
+            commit_timestamp_ms,
+        };
+        Ok((topic, partition, committed))
+    }
+
     fn change(&mut self) -> Result<Change, RecordError> {
         Ok(match self.u8()? {
             TAG_COMMIT => {
-                let topic = self.string()?;
-                let partition = self.i32()?;
-                let offset = self.i64()?;
-                let leader_epoch = self.i32()?;
-                let metadata = self.string()?;
-                let commit_timestamp_ms = self.i64()?;
+                let (topic, partition, committed) = self.commit()?;
                 Change::Group(GroupChange::Commit {
                     topic,
                     partition,
-                    committed: CommittedOffset {
-                        offset,
-                        leader_epoch,
-                        metadata,
-                        commit_timestamp_ms,
-                    },
+                    committed,
+                })
+            }
+            TAG_PENDING_COMMIT => {
+                let producer_id = self.i64()?;
+                let producer_epoch = self.i16()?;
+                let (topic, partition, committed) = self.commit()?;
+                Change::Group(GroupChange::PendingCommit {
+                    producer_id,
+                    producer_epoch,
+                    topic,
+                    partition,
+                    committed,
+                })
+            }
+            TAG_COMPLETE_TRANSACTION => {
+                let producer_id = self.i64()?;
+                let producer_epoch = self.i16()?;
+                let commit = match self.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(RecordError::Malformed("transaction result is not 0 or 1")),
+                };
+                Change::Group(GroupChange::CompleteTransaction {
+                    producer_id,
+                    producer_epoch,
+                    commit,
                 })
             }
             TAG_DELETE_OFFSET => {
@@ -406,6 +527,33 @@ mod tests {
             proptest::collection::vec(any::<u8>(), 0..40)
                 .prop_map(|blob| Change::Group(GroupChange::Metadata(Bytes::from(blob)))),
             ".{0,12}".prop_map(Change::RemoveTopic),
+            (
+                any::<i64>(),
+                any::<i16>(),
+                ".{0,12}",
+                any::<i32>(),
+                committed()
+            )
+                .prop_map(
+                    |(producer_id, producer_epoch, topic, partition, committed)| {
+                        Change::Group(GroupChange::PendingCommit {
+                            producer_id,
+                            producer_epoch,
+                            topic,
+                            partition,
+                            committed,
+                        })
+                    }
+                ),
+            (any::<i64>(), any::<i16>(), any::<bool>()).prop_map(
+                |(producer_id, producer_epoch, commit)| {
+                    Change::Group(GroupChange::CompleteTransaction {
+                        producer_id,
+                        producer_epoch,
+                        commit,
+                    })
+                }
+            ),
         ]
     }
 
@@ -417,15 +565,24 @@ mod tests {
             let framed = frame(&body);
             let (unframed, used) = unframe(&framed).expect("valid record");
             prop_assert_eq!(used, framed.len());
-            prop_assert_eq!(decode_changes(unframed).expect("decodes"), changes);
+            prop_assert_eq!(decode_changes(unframed, VERSION).expect("decodes"), changes.clone());
+            // A version-1 file holds only what version 1 knows.
+            let old = decode_changes(unframed, FIRST_VERSION);
+            if changes.iter().all(|c| c.min_version() == FIRST_VERSION) {
+                prop_assert_eq!(old.expect("decodes at version 1"), changes);
+            } else {
+                prop_assert!(old.is_err());
+            }
         }
 
         #[test]
         fn header_round_trips(group_id in ".{0,300}") {
-            let framed = encode_header(&group_id);
+            let framed = encode_header(&group_id, VERSION);
             let (body, used) = unframe(&framed).expect("valid record");
             prop_assert_eq!(used, framed.len());
-            prop_assert_eq!(decode_header(body).expect("decodes"), group_id);
+            let header = decode_header(body).expect("decodes");
+            prop_assert_eq!(header.version, VERSION);
+            prop_assert_eq!(header.group_id, group_id);
         }
 
         #[test]
@@ -436,7 +593,7 @@ mod tests {
             let mut framed = frame(&encode_changes(&changes));
             let bit = bit.index(framed.len() * 8);
             framed[bit / 8] ^= 1 << (bit % 8);
-            let decoded = unframe(&framed).and_then(|(body, _)| decode_changes(body));
+            let decoded = unframe(&framed).and_then(|(body, _)| decode_changes(body, VERSION));
             prop_assert!(decoded.is_err());
         }
 
@@ -454,10 +611,10 @@ mod tests {
         fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             if let Ok((body, used)) = unframe(&bytes) {
                 prop_assert!(used <= bytes.len());
-                let _ = decode_changes(body);
+                let _ = decode_changes(body, VERSION);
                 let _ = decode_header(body);
             }
-            let _ = decode_changes(&bytes);
+            let _ = decode_changes(&bytes, VERSION);
             let _ = decode_header(&bytes);
         }
 
@@ -465,13 +622,15 @@ mod tests {
         fn snapshot_reads_back_in_order(
             changes in proptest::collection::vec(change(), 0..50),
         ) {
-            let file = encode_snapshot("g", &changes);
+            let file = encode_snapshot("g", &changes, version_for(&changes));
             let (body, mut at) = unframe(&file).expect("header");
-            prop_assert_eq!(decode_header(body).expect("header"), "g");
+            let header = decode_header(body).expect("header");
+            prop_assert_eq!(header.group_id, "g");
+            prop_assert_eq!(header.version, version_for(&changes));
             let mut read = Vec::new();
             while at < file.len() {
                 let (body, used) = unframe(&file[at..]).expect("record");
-                read.extend(decode_changes(body).expect("changes"));
+                read.extend(decode_changes(body, VERSION).expect("changes"));
                 at += used;
             }
             prop_assert_eq!(read, changes);
@@ -492,7 +651,7 @@ mod tests {
     fn a_huge_count_does_not_reserve_memory() {
         let mut body = vec![KIND_CHANGES];
         body.extend_from_slice(&u32::MAX.to_be_bytes());
-        assert!(decode_changes(&body).is_err());
+        assert!(decode_changes(&body, VERSION).is_err());
     }
 
     #[test]
@@ -524,11 +683,75 @@ mod tests {
     }
 
     #[test]
-    fn a_newer_header_version_is_refused() {
-        let mut body = vec![KIND_HEADER];
-        body.extend_from_slice(MAGIC);
-        body.extend_from_slice(&2u16.to_be_bytes());
-        put_bytes(&mut body, b"g");
-        assert_eq!(decode_header(&body), Err(RecordError::UnknownVersion(2)));
+    fn golden_transactional_bytes() {
+        let pending = Change::Group(GroupChange::PendingCommit {
+            producer_id: 0x0102,
+            producer_epoch: 3,
+            topic: "t".into(),
+            partition: 2,
+            committed: CommittedOffset {
+                offset: 7,
+                leader_epoch: -1,
+                metadata: "m".into(),
+                commit_timestamp_ms: 9,
+            },
+        });
+        let complete = Change::Group(GroupChange::CompleteTransaction {
+            producer_id: 0x0102,
+            producer_epoch: 4,
+            commit: true,
+        });
+        let body = encode_changes(&[pending, complete]);
+        let expected: Vec<u8> = [
+            &[2u8, 0, 0, 0, 2][..],    // kind, count
+            &[5],                      // tag: pending commit
+            &[0, 0, 0, 0, 0, 0, 1, 2], // producer id
+            &[0, 3],                   // producer epoch
+            &[0, 0, 0, 1, b't'],       // topic
+            &[0, 0, 0, 2],             // partition
+            &[0, 0, 0, 0, 0, 0, 0, 7], // offset
+            &[0xff, 0xff, 0xff, 0xff], // leader epoch
+            &[0, 0, 0, 1, b'm'],       // metadata
+            &[0, 0, 0, 0, 0, 0, 0, 9], // timestamp
+            &[6],                      // tag: transaction completed
+            &[0, 0, 0, 0, 0, 0, 1, 2], // producer id
+            &[0, 4],                   // producer epoch
+            &[1],                      // commit
+        ]
+        .concat();
+        assert_eq!(body, expected);
+        let mut bad_result = expected.clone();
+        *bad_result.last_mut().expect("bytes") = 2;
+        assert!(decode_changes(&bad_result, VERSION).is_err());
+    }
+
+    #[test]
+    fn header_versions_one_and_two_are_read_and_newer_refused() {
+        for version in [1u16, 2] {
+            let framed = encode_header("g", version);
+            let (body, _) = unframe(&framed).expect("valid record");
+            assert_eq!(
+                decode_header(body),
+                Ok(Header {
+                    group_id: "g".into(),
+                    version
+                })
+            );
+        }
+        for version in [0u16, 3] {
+            let framed = encode_header("g", version);
+            let (body, _) = unframe(&framed).expect("valid record");
+            assert_eq!(
+                decode_header(body),
+                Err(RecordError::UnknownVersion(version))
+            );
+        }
+    }
+
+    #[test]
+    fn a_version_one_header_is_byte_for_byte_as_before() {
+        let framed = encode_header("g", 1);
+        let body: Vec<u8> = [&[1u8][..], b"KGS1", &[0, 1], &[0, 0, 0, 1, b'g']].concat();
+        assert_eq!(framed, frame(&body));
     }
 }

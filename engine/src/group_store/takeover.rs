@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::fence::{self, ClaimRecord, Claimed};
 use crate::storage::Storage;
 
-use super::{log_file_name, replay_checked, view::View};
+use super::{log_file_name, record, replay_checked, view::View};
 
 /// Claims `dir` for `epoch` and, on a takeover, writes this epoch's file from the base's.
 pub(super) async fn claim_and_inherit(
@@ -33,7 +33,7 @@ pub(super) async fn claim_and_inherit(
         Some(bytes) if !bytes.is_empty() => replay_checked(&bytes, &base_path, group_id)?.view,
         _ => View::default(),
     };
-    let file = view.encode_snapshot(group_id);
+    let (file, _) = view.encode_snapshot(group_id, record::FIRST_VERSION);
     let record = ClaimRecord {
         epoch,
         end_offset: file.len() as u64,

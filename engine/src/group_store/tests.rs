@@ -361,7 +361,7 @@ fn a_colliding_directory_is_refused() {
         storage
             .write_small_durable(
                 &GroupStore::log_path("mine"),
-                record::encode_header("other"),
+                record::encode_header("other", record::FIRST_VERSION),
             )
             .await
             .expect("write");
@@ -555,6 +555,28 @@ fn live_bytes_match_the_encoding() {
     view.apply(&Change::RemoveTopic("c".into()));
     let expected: usize = view.snapshot_changes().iter().map(record::change_len).sum();
     assert_eq!(view.live_bytes(), expected);
+    let transactional = [
+        pending(1, 0, "a", 0, 1),
+        pending(1, 0, "a", 0, 123_456),
+        pending(2, 0, "a", 0, 2),
+        pending(2, 0, "bb", 1, 3),
+        complete(2, 0, true),
+        pending(3, 0, "a", 5, 4),
+        GroupChange::DeleteOffset {
+            topic: "a".into(),
+            partition: 5,
+        },
+        pending(4, 0, "z", 0, 5),
+        complete(1, 0, false),
+    ];
+    for change in transactional {
+        view.apply(&Change::Group(change));
+        let expected: usize = view.snapshot_changes().iter().map(record::change_len).sum();
+        assert_eq!(view.live_bytes(), expected);
+    }
+    view.apply(&Change::RemoveTopic("z".into()));
+    let expected: usize = view.snapshot_changes().iter().map(record::change_len).sum();
+    assert_eq!(view.live_bytes(), expected);
 }
 
 #[test]
@@ -587,4 +609,468 @@ fn a_flush_cancelled_midway_poisons_the_store() {
         ));
         assert_eq!(store.offset("t", 0), Some(committed(last_acked)));
     });
+}
+
+fn pending(producer_id: i64, epoch: i16, topic: &str, partition: i32, offset: i64) -> GroupChange {
+    GroupChange::PendingCommit {
+        producer_id,
+        producer_epoch: epoch,
+        topic: topic.into(),
+        partition,
+        committed: committed(offset),
+    }
+}
+
+fn complete(producer_id: i64, epoch: i16, commit: bool) -> GroupChange {
+    GroupChange::CompleteTransaction {
+        producer_id,
+        producer_epoch: epoch,
+        commit,
+    }
+}
+
+/// The format version in the header of `group`'s file.
+async fn file_version(storage: &Storage, group: &str) -> u16 {
+    let bytes = storage
+        .read_small(&GroupStore::log_path(group))
+        .await
+        .expect("read")
+        .expect("file");
+    let (body, _) = record::unframe(&bytes).expect("header record");
+    record::decode_header(body).expect("header").version
+}
+
+#[test]
+fn pending_offsets_wait_for_their_transaction_and_survive_reopen() {
+    on_both(|storage| async move {
+        let store = GroupStore::open(&storage, "g").await.expect("open");
+        store
+            .apply(vec![commit("t", 0, 5)])
+            .await
+            .expect("plain commit");
+        store
+            .apply(vec![pending(7, 1, "t", 0, 10), pending(7, 1, "t", 1, 11)])
+            .await
+            .expect("pending commit");
+        store
+            .apply(vec![pending(8, 0, "t", 1, 20)])
+            .await
+            .expect("another producer");
+        // A later pending commit of the same partition by the same producer replaces it.
+        store
+            .apply(vec![pending(7, 1, "t", 1, 12)])
+            .await
+            .expect("replacing pending commit");
+
+        assert_eq!(
+            store.offset("t", 0),
+            Some(committed(5)),
+            "not committed yet"
+        );
+        assert_eq!(store.offset("t", 1), None);
+        assert!(store.has_pending_offset("t", 0));
+        assert!(store.has_pending_offset("t", 1));
+        assert!(!store.has_pending_offset("t", 2));
+        assert!(store.has_pending_offsets());
+        assert_eq!(store.pending_producers(), vec![(7, 1), (8, 0)]);
+        assert_eq!(store.pending_producer_epoch(7), Some(1));
+        assert_eq!(store.pending_producer_epoch(9), None);
+        let expected_pending = vec![
+            ("t".to_owned(), 0, committed(10)),
+            ("t".to_owned(), 1, committed(12)),
+        ];
+        assert_eq!(store.pending_offsets(7), expected_pending);
+        assert_eq!(file_version(&storage, "g").await, 2, "upgraded for tag 5");
+        drop(store);
+
+        let store = GroupStore::open(&storage, "g").await.expect("reopen");
+        assert_eq!(store.pending_offsets(7), expected_pending);
+        assert_eq!(
+            store.pending_offsets(8),
+            vec![("t".to_owned(), 1, committed(20))]
+        );
+        assert_eq!(store.offsets(), vec![("t".to_owned(), 0, committed(5))]);
+
+        // Producer 8 aborts: its offset goes, producer 7's stays pending.
+        store
+            .apply(vec![complete(8, 0, false)])
+            .await
+            .expect("abort");
+        assert_eq!(store.pending_offsets(8), Vec::new());
+        assert_eq!(store.offset("t", 1), None);
+        assert!(
+            store.has_pending_offset("t", 1),
+            "producer 7's is still there"
+        );
+
+        // Producer 7 commits (a marker at a bumped epoch, as transactions v2 write it).
+        store
+            .apply(vec![complete(7, 2, true)])
+            .await
+            .expect("commit");
+        assert_eq!(
+            store.offsets(),
+            vec![
+                ("t".to_owned(), 0, committed(10)),
+                ("t".to_owned(), 1, committed(12)),
+            ]
+        );
+        assert!(!store.has_pending_offsets());
+        assert!(!store.has_pending_offset("t", 0));
+        assert_eq!(store.pending_producers(), Vec::new());
+        // A marker for a producer without pending offsets changes nothing.
+        store
+            .apply(vec![complete(7, 3, false)])
+            .await
+            .expect("marker");
+        assert_eq!(store.offset("t", 0), Some(committed(10)));
+        drop(store);
+
+        let store = GroupStore::open(&storage, "g").await.expect("reopen");
+        assert_eq!(store.offset("t", 0), Some(committed(10)));
+        assert_eq!(store.offset("t", 1), Some(committed(12)));
+        assert!(!store.has_pending_offsets());
+    });
+}
+
+#[test]
+fn a_commit_written_after_the_pending_one_wins() {
+    on_both(|storage| async move {
+        let store = GroupStore::open(&storage, "g").await.expect("open");
+        // Partition 0: the transactional commit is written first, then a plain commit; the
+        // transaction's commit must not bring the older offset back (Kafka compares the
+        // records' offsets in `__consumer_offsets`).
+        store
+            .apply(vec![pending(1, 0, "t", 0, 10)])
+            .await
+            .expect("pending");
+        store.apply(vec![commit("t", 0, 30)]).await.expect("plain");
+        // Partition 1: two producers; the one written later wins whichever commits first.
+        store
+            .apply(vec![pending(1, 0, "t", 1, 40)])
+            .await
+            .expect("pending");
+        store
+            .apply(vec![pending(2, 0, "t", 1, 50)])
+            .await
+            .expect("pending");
+        // Partition 2: the plain commit comes first, the transactional one replaces it.
+        store.apply(vec![commit("t", 2, 60)]).await.expect("plain");
+        store
+            .apply(vec![pending(1, 0, "t", 2, 70)])
+            .await
+            .expect("pending");
+        drop(store);
+        // Replay decides the same way.
+        let store = GroupStore::open(&storage, "g").await.expect("reopen");
+        store
+            .apply(vec![complete(2, 0, true)])
+            .await
+            .expect("commit 2");
+        assert_eq!(store.offset("t", 1), Some(committed(50)));
+        store
+            .apply(vec![complete(1, 0, true)])
+            .await
+            .expect("commit 1");
+        assert_eq!(
+            store.offset("t", 0),
+            Some(committed(30)),
+            "the plain commit stays"
+        );
+        assert_eq!(
+            store.offset("t", 1),
+            Some(committed(50)),
+            "producer 2 wrote later"
+        );
+        assert_eq!(store.offset("t", 2), Some(committed(70)));
+    });
+}
+
+#[test]
+fn a_stale_producer_epoch_is_ignored() {
+    run(|| async {
+        let storage = Storage::memory();
+        let store = GroupStore::open(&storage, "g").await.expect("open");
+        store
+            .apply(vec![pending(1, 5, "t", 0, 10)])
+            .await
+            .expect("pending");
+        store
+            .apply(vec![pending(1, 4, "t", 0, 99)])
+            .await
+            .expect("stale pending");
+        store
+            .apply(vec![pending(1, 4, "t", 1, 99)])
+            .await
+            .expect("stale pending");
+        assert_eq!(
+            store.pending_offsets(1),
+            vec![("t".to_owned(), 0, committed(10))]
+        );
+        store
+            .apply(vec![complete(1, 4, true)])
+            .await
+            .expect("stale marker");
+        assert!(
+            store.has_pending_offset("t", 0),
+            "a stale marker completes nothing"
+        );
+        assert_eq!(store.offset("t", 0), None);
+        // A newer epoch's pending commit joins the same producer's, at the new epoch.
+        store
+            .apply(vec![pending(1, 6, "t", 1, 11)])
+            .await
+            .expect("newer pending");
+        assert_eq!(store.pending_producers(), vec![(1, 6)]);
+        store
+            .apply(vec![complete(1, 5, true)])
+            .await
+            .expect("stale marker");
+        assert!(store.has_pending_offsets());
+        store
+            .apply(vec![complete(1, 6, true)])
+            .await
+            .expect("marker");
+        assert_eq!(
+            store.offsets(),
+            vec![
+                ("t".to_owned(), 0, committed(10)),
+                ("t".to_owned(), 1, committed(11)),
+            ]
+        );
+    });
+}
+
+#[test]
+fn deleted_offsets_and_topics_take_pending_offsets_with_them() {
+    on_both(|storage| async move {
+        let store = GroupStore::open(&storage, "g").await.expect("open");
+        store
+            .apply(vec![
+                pending(1, 0, "a", 0, 1),
+                pending(1, 0, "a", 1, 2),
+                pending(2, 0, "a", 0, 3),
+                pending(2, 0, "b", 0, 4),
+                commit("a", 0, 5),
+            ])
+            .await
+            .expect("apply");
+        store
+            .apply(vec![GroupChange::DeleteOffset {
+                topic: "a".into(),
+                partition: 0,
+            }])
+            .await
+            .expect("delete");
+        assert_eq!(store.offset("a", 0), None);
+        assert!(!store.has_pending_offset("a", 0));
+        assert_eq!(
+            store.pending_offsets(1),
+            vec![("a".to_owned(), 1, committed(2))]
+        );
+        assert_eq!(
+            store.pending_offsets(2),
+            vec![("b".to_owned(), 0, committed(4))]
+        );
+        store.remove_topic("b").await.expect("remove topic");
+        assert_eq!(
+            store.pending_producers(),
+            vec![(1, 0)],
+            "producer 2 has none left"
+        );
+        assert!(!store.is_empty());
+        store.remove_topic("a").await.expect("remove topic");
+        assert!(store.is_empty());
+        store
+            .apply(vec![complete(1, 0, true)])
+            .await
+            .expect("marker");
+        assert!(store.is_empty(), "nothing was left to commit");
+        drop(store);
+        assert!(GroupStore::open(&storage, "g")
+            .await
+            .expect("reopen")
+            .is_empty());
+    });
+}
+
+/// A file as the store wrote it before transactional offsets: header version 1, then a
+/// change record with a commit (the bytes of that format, built by hand).
+fn version_one_file() -> Vec<u8> {
+    let header: Vec<u8> = [&[1u8][..], b"KGS1", &[0, 1], &[0, 0, 0, 1, b'g']].concat();
+    let changes: Vec<u8> = [
+        &[2u8, 0, 0, 0, 1][..],
+        &[1, 0, 0, 0, 1, b't'],
+        &[0, 0, 0, 0],
+        &[0, 0, 0, 0, 0, 0, 0, 5],
+        &[0, 0, 0, 3],
+        &[0, 0, 0, 2, b'm', b'5'],
+        &[0, 0, 0, 0, 0, 0, 0x03, 0xed],
+    ]
+    .concat();
+    [record::frame(&header), record::frame(&changes)].concat()
+}
+
+#[test]
+fn a_version_one_file_is_read_and_rewritten_before_a_transactional_record() {
+    on_both(|storage| async move {
+        let path = GroupStore::log_path("g");
+        storage
+            .create_dir_all(path.parent().expect("a directory"))
+            .await
+            .expect("mkdir");
+        storage
+            .write_small_durable(&path, version_one_file())
+            .await
+            .expect("write");
+        let store = GroupStore::open(&storage, "g").await.expect("open");
+        assert_eq!(store.offset("t", 0), Some(committed(5)));
+        store
+            .apply(vec![commit("t", 1, 6)])
+            .await
+            .expect("plain commit");
+        assert_eq!(
+            file_version(&storage, "g").await,
+            1,
+            "plain commits keep version 1"
+        );
+        let compactions = store.compaction_count();
+        store
+            .apply(vec![pending(3, 0, "t", 0, 7)])
+            .await
+            .expect("pending commit");
+        assert_eq!(file_version(&storage, "g").await, 2);
+        assert_eq!(store.compaction_count(), compactions + 1, "rewritten once");
+        store
+            .apply(vec![pending(3, 0, "t", 1, 8)])
+            .await
+            .expect("pending commit");
+        assert_eq!(store.compaction_count(), compactions + 1, "and only once");
+        drop(store);
+        let store = GroupStore::open(&storage, "g").await.expect("reopen");
+        assert_eq!(store.offset("t", 0), Some(committed(5)));
+        assert_eq!(store.offset("t", 1), Some(committed(6)));
+        assert_eq!(store.pending_offsets(3).len(), 2);
+
+        // A new group's file starts at version 1.
+        GroupStore::open(&storage, "fresh").await.expect("open");
+        assert_eq!(file_version(&storage, "fresh").await, 1);
+    });
+}
+
+#[test]
+fn a_transactional_record_in_a_version_one_file_is_cut() {
+    run(|| async {
+        let storage = Storage::memory();
+        let mut bytes = version_one_file();
+        let valid = bytes.len();
+        let body = record::encode_changes(&[Change::Group(pending(1, 0, "t", 0, 9))]);
+        bytes.extend_from_slice(&record::frame(&body));
+        storage
+            .write_small_durable(&GroupStore::log_path("g"), bytes)
+            .await
+            .expect("write");
+        let store = GroupStore::open(&storage, "g").await.expect("open");
+        assert_eq!(store.file_len() as usize, valid);
+        assert!(!store.has_pending_offsets());
+        assert_eq!(store.offset("t", 0), Some(committed(5)));
+    });
+}
+
+#[test]
+fn pending_offsets_survive_compaction() {
+    on_both(|storage| async move {
+        let store = GroupStore::open(&storage, "g").await.expect("open");
+        let big = "x".repeat(4_000);
+        let with_big = |change: GroupChange| match change {
+            GroupChange::PendingCommit {
+                producer_id,
+                producer_epoch,
+                topic,
+                partition,
+                committed,
+            } => GroupChange::PendingCommit {
+                producer_id,
+                producer_epoch,
+                topic,
+                partition,
+                committed: CommittedOffset {
+                    metadata: big.clone(),
+                    ..committed
+                },
+            },
+            other => other,
+        };
+        // An overtaken pending offset (a plain commit written after it) and a live one.
+        store
+            .apply(vec![pending(9, 0, "t", 0, 1)])
+            .await
+            .expect("pending");
+        store.apply(vec![commit("t", 0, 2)]).await.expect("plain");
+        store.apply(vec![commit("t", 1, 3)]).await.expect("plain");
+        store
+            .apply(vec![pending(9, 0, "t", 1, 4)])
+            .await
+            .expect("pending");
+        for i in 0..600 {
+            store
+                .apply(vec![with_big(pending(100 + i % 4, 0, "u", 0, i))])
+                .await
+                .expect("apply");
+        }
+        assert!(store.compaction_count() >= 1, "the test never compacted");
+        let pending_before: Vec<_> = store
+            .pending_producers()
+            .into_iter()
+            .map(|(producer, _)| store.pending_offsets(producer))
+            .collect();
+        drop(store);
+        let store = GroupStore::open(&storage, "g").await.expect("reopen");
+        let pending_after: Vec<_> = store
+            .pending_producers()
+            .into_iter()
+            .map(|(producer, _)| store.pending_offsets(producer))
+            .collect();
+        assert_eq!(pending_after, pending_before);
+        store
+            .apply(vec![complete(9, 0, true)])
+            .await
+            .expect("commit");
+        assert_eq!(store.offset("t", 0), Some(committed(2)), "still overtaken");
+        assert_eq!(store.offset("t", 1), Some(committed(4)));
+    });
+}
+
+#[test]
+fn a_snapshot_replays_to_the_same_decisions() {
+    let changes = [
+        pending(1, 0, "t", 0, 10),
+        commit("t", 0, 30),
+        pending(1, 0, "t", 1, 40),
+        pending(2, 3, "t", 1, 50),
+        commit("t", 2, 60),
+        pending(2, 3, "t", 2, 70),
+        pending(1, 0, "t", 3, 80),
+        complete(2, 4, true),
+        pending(3, 0, "t", 1, 90),
+        commit("t", 1, 100),
+    ];
+    let mut view = View::default();
+    for change in changes {
+        view.apply(&Change::Group(change));
+    }
+    let mut replayed = View::default();
+    for change in view.snapshot_changes() {
+        replayed.apply(&change);
+    }
+    assert_eq!(replayed.offsets(), view.offsets());
+    assert_eq!(replayed.pending_producers(), view.pending_producers());
+    for completion in [complete(1, 0, true), complete(3, 0, true)] {
+        view.apply(&Change::Group(completion.clone()));
+        replayed.apply(&Change::Group(completion));
+        assert_eq!(replayed.offsets(), view.offsets());
+    }
+    assert_eq!(view.offset("t", 0), Some(committed(30)));
+    assert_eq!(view.offset("t", 1), Some(committed(100)));
+    assert_eq!(view.offset("t", 3), Some(committed(80)));
 }

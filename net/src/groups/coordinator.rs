@@ -424,6 +424,39 @@ impl GroupCoordinator {
         }
     }
 
+    /// The groups of `__consumer_offsets` partition `partition` that this shard
+    /// coordinates (what a transaction marker written to that partition applies to). In
+    /// cluster mode the stored groups the view places on this broker are loaded first, so a
+    /// group that moved here is not missed. NOT_COORDINATOR when another shard serves the
+    /// partition, or another broker leads it; COORDINATOR_LOAD_IN_PROGRESS before
+    /// [`load`](Self::load) has finished.
+    pub async fn groups_of_offsets_partition(
+        &self,
+        partition: i32,
+    ) -> Result<Vec<Rc<Group>>, ErrorCode> {
+        self.check_ready()?;
+        if offsets_topic::shard_of_partition(partition, self.shards) != self.shard {
+            return Err(ErrorCode::NotCoordinator);
+        }
+        let view = self.view.load();
+        if view.is_cluster() {
+            let led_elsewhere = offsets_topic::is_served(&view)
+                && !matches!(
+                    offsets_topic::leadership(&view, partition),
+                    crate::model::cluster_view::Leadership::Here { .. }
+                );
+            if view.cluster.is_none() || led_elsewhere {
+                return Err(ErrorCode::NotCoordinator);
+            }
+            self.load_groups_placed_here(&view).await;
+        }
+        Ok(self
+            .groups()
+            .into_iter()
+            .filter(|group| offsets_topic::partition_for(&group.id) == partition)
+            .collect())
+    }
+
     /// Every loaded group.
     pub fn groups(&self) -> Vec<Rc<Group>> {
         self.groups
@@ -554,8 +587,13 @@ impl GroupCoordinator {
             let expired = {
                 let _busy = group.busy();
                 let offsets = group.store.offsets();
-                let expired =
+                let mut expired =
                     expired_offsets(&group.state.borrow(), &offsets, now_ms, retention_ms);
+                // Kafka does not expire an offset while a transaction has a pending one for
+                // its partition.
+                expired.retain(|(topic, partition)| {
+                    !group.store.has_pending_offset(topic, *partition)
+                });
                 if !expired.is_empty() {
                     let changes = expired
                         .iter()

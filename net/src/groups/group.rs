@@ -178,9 +178,13 @@ impl Group {
         }
     }
 
-    /// Whether the group has no members and no committed offsets.
+    /// Whether the group has no members, no committed offsets and no pending transactional
+    /// ones (Kafka keeps a group while a transaction has offsets pending in it).
     pub fn is_unused(&self) -> bool {
-        self.has_no_members() && self.busy.get() == 0 && !self.store.has_offsets()
+        self.has_no_members()
+            && self.busy.get() == 0
+            && !self.store.has_offsets()
+            && !self.store.has_pending_offsets()
     }
 
     /// Whether the group has no members (offsets may remain).

@@ -7,7 +7,8 @@
 //! - [`consumer_protocol`] reads the subscriptions classic consumers send.
 //! - [`coordinator`] holds the groups one shard coordinates ([`placement`]), each a
 //!   [`group::Group`]: protocol state plus its durable store; [`offsets`] is OffsetCommit,
-//!   OffsetFetch and OffsetDelete on them; [`offset_retention`] decides which offsets have
+//!   OffsetFetch and OffsetDelete on them; [`txn_offsets`] is TxnOffsetCommit and the
+//!   transaction markers that complete it; [`offset_retention`] decides which offsets have
 //!   expired (`offsets.retention.minutes`); [`stored`] tells whether a group not loaded has a
 //!   store on the volume (cluster mode loads it on its first request).
 //! - [`offsets_topic`] serves `__consumer_offsets`, read-only, derived from the groups.
@@ -28,3 +29,4 @@ pub mod offsets;
 pub mod offsets_topic;
 pub mod placement;
 mod stored;
+pub mod txn_offsets;

@@ -1,6 +1,7 @@
 //! OffsetCommit, OffsetFetch and OffsetDelete on a coordinator's groups: Kafka's validation
 //! (group, member, generation or member epoch, partition, metadata size) in front of the
-//! group's durable store.
+//! group's durable store. Transactional commits are in [`super::txn_offsets`]; OffsetFetch
+//! here answers for them (`require_stable`, KIP-447).
 
 use kaas_engine::group_store::{CommittedOffset, GroupChange};
 use kaas_engine::EngineError;
@@ -114,21 +115,26 @@ pub async fn commit(
     }
     if let Err(error) = group.store.apply(changes).await {
         tracing::error!(group = %group_id, %error, "committing offsets");
-        let code = match &error {
-            // The commit does not fit in one store record: Kafka's answer for a commit
-            // larger than its log accepts.
-            EngineError::Io { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
-                ErrorCode::InvalidCommitOffsetSize
-            }
-            // A newer coordinator claimed the group: nothing of this commit is acknowledged
-            // here, and the client looks the coordinator up again.
-            other => crate::groups::coordinator::store_error_code(other),
-        };
+        let code = commit_error_code(&error);
         for slot in errors.iter_mut().filter(|c| **c == ErrorCode::None) {
             *slot = code;
         }
     }
     errors
+}
+
+/// The code for a commit the store did not take.
+pub(crate) fn commit_error_code(error: &EngineError) -> ErrorCode {
+    match error {
+        // The commit does not fit in one store record: Kafka's answer for a commit larger
+        // than its log accepts.
+        EngineError::Io { source, .. } if source.kind() == std::io::ErrorKind::InvalidInput => {
+            ErrorCode::InvalidCommitOffsetSize
+        }
+        // A newer coordinator claimed the group: nothing of this commit is acknowledged
+        // here, and the client looks the coordinator up again.
+        other => crate::groups::coordinator::store_error_code(other),
+    }
 }
 
 fn offset_error(
@@ -155,15 +161,66 @@ fn offset_error(
 /// Committed offsets by topic, as OffsetFetch returns them.
 pub type FetchedOffsets = Vec<(String, Vec<(i32, Option<CommittedOffset>)>)>;
 
-/// OffsetFetch for one group: the requested partitions (or every committed one when
-/// `topics` is `None`); partitions without a commit come back as `None`. `member` is the
-/// asking member's id and epoch (OffsetFetch v9+), checked for consumer groups.
+/// One partition of an OffsetFetch answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedPartition {
+    /// Partition index.
+    pub partition: i32,
+    /// The committed offset; `None` when there is none, or when `error` is set (Kafka's
+    /// offset -1, leader epoch -1, empty metadata).
+    pub committed: Option<CommittedOffset>,
+    /// The partition's error: UNSTABLE_OFFSET_COMMIT when the request wants stable offsets
+    /// and a transaction has a pending offset for the partition, else NONE.
+    pub error: ErrorCode,
+}
+
+/// An OffsetFetch answer for one group, by topic in the order asked (every committed
+/// topic, in name order, when all were asked for).
+pub type FetchedGroup = Vec<(String, Vec<FetchedPartition>)>;
+
+/// OffsetFetch for one group without `require_stable`: the requested partitions (or every
+/// committed one when `topics` is `None`); partitions without a commit come back as `None`.
+/// `member` is the asking member's id and epoch (OffsetFetch v9+), checked for consumer
+/// groups. Pending transactional offsets never show: a partition answers its last
+/// committed offset. [`fetch_offsets`] with `require_stable` false, in the shape of the
+/// versions before require_stable existed.
 pub async fn fetch(
     coordinator: &GroupCoordinator,
     group_id: &str,
     member: Option<(String, i32)>,
     topics: Option<Vec<(String, Vec<i32>)>>,
 ) -> Result<FetchedOffsets, ErrorCode> {
+    let fetched = fetch_offsets(coordinator, group_id, member, topics, false).await?;
+    Ok(fetched
+        .into_iter()
+        .map(|(topic, partitions)| {
+            let partitions = partitions
+                .into_iter()
+                .map(|p| (p.partition, p.committed))
+                .collect();
+            (topic, partitions)
+        })
+        .collect())
+}
+
+/// OffsetFetch for one group, as Kafka 4.4's `OffsetMetadataManager.fetchOffsets` /
+/// `fetchAllOffsets`: the requested partitions (or every committed one when `topics` is
+/// `None`) with their committed offsets. With `require_stable` (OffsetFetch v7+, KIP-447),
+/// a partition some transaction has a pending offset for answers UNSTABLE_OFFSET_COMMIT
+/// (and no offset) so that the consumer retries once the transaction has completed;
+/// without it, the last committed offset. The group-level answer stays NONE: Kafka reports
+/// UNSTABLE_OFFSET_COMMIT per partition only, in the v8+ groups array as before it (the
+/// group's `error_code` is for group errors such as STALE_MEMBER_EPOCH). As in Kafka, a
+/// partition with a pending offset but no committed one is not listed when all
+/// partitions are asked for. `member` is the asking member's id and epoch (OffsetFetch
+/// v9+), checked for consumer groups.
+pub async fn fetch_offsets(
+    coordinator: &GroupCoordinator,
+    group_id: &str,
+    member: Option<(String, i32)>,
+    topics: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
+) -> Result<FetchedGroup, ErrorCode> {
     let group = coordinator.find(group_id).await?;
     if let Some(group) = &group {
         let error = group.validate_offset_fetch(member.as_ref());
@@ -171,33 +228,52 @@ pub async fn fetch(
             return Err(error);
         }
     }
+    let absent = |partition| FetchedPartition {
+        partition,
+        committed: None,
+        error: ErrorCode::None,
+    };
     let Some(group) = group else {
         return Ok(topics
             .unwrap_or_default()
             .into_iter()
-            .map(|(topic, partitions)| (topic, partitions.into_iter().map(|p| (p, None)).collect()))
+            .map(|(topic, partitions)| (topic, partitions.into_iter().map(absent).collect()))
             .collect());
     };
     let store = &group.store;
+    let answer = |topic: &str, partition: i32, committed: Option<CommittedOffset>| {
+        if require_stable && store.has_pending_offset(topic, partition) {
+            FetchedPartition {
+                partition,
+                committed: None,
+                error: ErrorCode::UnstableOffsetCommit,
+            }
+        } else {
+            FetchedPartition {
+                partition,
+                committed,
+                error: ErrorCode::None,
+            }
+        }
+    };
     Ok(match topics {
         Some(topics) => topics
             .into_iter()
             .map(|(topic, partitions)| {
                 let offsets = partitions
                     .into_iter()
-                    .map(|p| (p, store.offset(&topic, p)))
+                    .map(|p| answer(&topic, p, store.offset(&topic, p)))
                     .collect();
                 (topic, offsets)
             })
             .collect(),
         None => {
-            let mut by_topic: FetchedOffsets = Vec::new();
+            let mut by_topic: FetchedGroup = Vec::new();
             for (topic, partition, committed) in store.offsets() {
+                let fetched = answer(&topic, partition, Some(committed));
                 match by_topic.last_mut() {
-                    Some((last, partitions)) if *last == topic => {
-                        partitions.push((partition, Some(committed)))
-                    }
-                    _ => by_topic.push((topic, vec![(partition, Some(committed))])),
+                    Some((last, partitions)) if *last == topic => partitions.push(fetched),
+                    _ => by_topic.push((topic, vec![fetched])),
                 }
             }
             by_topic

@@ -441,4 +441,31 @@ impl ClassicGroup {
         }
         ErrorCode::None
     }
+
+    /// Validates a TxnOffsetCommit as Kafka's `ClassicGroup.validateOffsetCommit` does for a
+    /// transactional commit: member, instance and generation are checked only when the
+    /// request names one of them (TxnOffsetCommit before v3 names none), so an anonymous
+    /// transactional commit is accepted even while the group has members, and the group's
+    /// state (a rebalance completing) does not matter.
+    pub fn validate_txn_offset_commit(
+        &self,
+        member_id: &str,
+        instance_id: Option<&str>,
+        generation_id: i32,
+    ) -> ErrorCode {
+        match self.state {
+            ClassicState::Dead => return ErrorCode::CoordinatorNotAvailable,
+            ClassicState::Empty if generation_id < 0 => return ErrorCode::None,
+            _ => {}
+        }
+        if generation_id >= 0 || !member_id.is_empty() || instance_id.is_some() {
+            if let Some(error) = self.check_member(member_id, instance_id) {
+                return error;
+            }
+            if generation_id != self.generation_id {
+                return ErrorCode::IllegalGeneration;
+            }
+        }
+        ErrorCode::None
+    }
 }

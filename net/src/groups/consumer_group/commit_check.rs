@@ -76,6 +76,36 @@ impl ConsumerGroup {
         if api_version < 9 {
             return Err(ErrorCode::UnsupportedVersion);
         }
+        Self::check_member_epoch(member, member_epoch)
+    }
+
+    /// TxnOffsetCommit validation, as Kafka's `ConsumerGroup.validateOffsetCommit` for a
+    /// transactional commit: like an OffsetCommit, except that a request naming no member
+    /// (epoch -1, empty member id, no instance id: TxnOffsetCommit before v3) is accepted
+    /// even while the group has members, and any version may be used. The errors are the
+    /// OffsetCommit ones; Kafka answers STALE_MEMBER_EPOCH as ILLEGAL_GENERATION to a
+    /// TxnOffsetCommit, which the caller does.
+    pub fn validate_txn_offset_commit(
+        &self,
+        member_id: &str,
+        instance_id: Option<&str>,
+        member_epoch: i32,
+    ) -> Result<CommitCheck, ErrorCode> {
+        if member_epoch < 0 && self.members.is_empty() {
+            return Ok(CommitCheck::Any);
+        }
+        if member_epoch == -1 && member_id.is_empty() && instance_id.is_none() {
+            return Ok(CommitCheck::Any);
+        }
+        let Some(member) = self.members.get(member_id) else {
+            return Err(ErrorCode::UnknownMemberId);
+        };
+        Self::check_member_epoch(member, member_epoch)
+    }
+
+    /// A commit at the member's epoch may name any partition, one at an older epoch the
+    /// partitions owned since; a newer or negative epoch is stale.
+    fn check_member_epoch(member: &Member, member_epoch: i32) -> Result<CommitCheck, ErrorCode> {
         if member_epoch == member.member_epoch {
             Ok(CommitCheck::Any)
         } else if member_epoch < 0 || member_epoch > member.member_epoch {
