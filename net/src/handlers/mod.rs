@@ -79,6 +79,12 @@ pub fn error_code(error: &EngineError) -> ErrorCode {
         EngineError::ProducerState(ProducerStateError::ProducerFenced { .. }) => {
             ErrorCode::InvalidProducerEpoch
         }
+        EngineError::ProducerState(ProducerStateError::InvalidTxnState { .. }) => {
+            ErrorCode::InvalidTxnState
+        }
+        EngineError::ProducerState(ProducerStateError::CoordinatorFenced { .. }) => {
+            ErrorCode::TransactionCoordinatorFenced
+        }
         EngineError::ProducerState(_) => ErrorCode::OutOfOrderSequenceNumber,
         EngineError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
         EngineError::Closed | EngineError::Fenced { .. } => ErrorCode::NotLeaderOrFollower,
@@ -158,4 +164,24 @@ where
 /// Wall-clock milliseconds (Kafka timestamps).
 pub fn now_ms() -> i64 {
     kaas_engine::log_manager::now_ms()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transactional_producer_errors_get_kafkas_codes() {
+        let open = EngineError::ProducerState(ProducerStateError::InvalidTxnState {
+            producer_id: 7,
+            first_offset: 3,
+        });
+        assert_eq!(error_code(&open), ErrorCode::InvalidTxnState);
+        let stale = EngineError::ProducerState(ProducerStateError::CoordinatorFenced {
+            producer_id: 7,
+            coordinator_epoch: 1,
+            current: 2,
+        });
+        assert_eq!(error_code(&stale), ErrorCode::TransactionCoordinatorFenced);
+    }
 }

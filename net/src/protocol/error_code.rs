@@ -135,7 +135,9 @@ error_codes! {
     InvalidTransactionTimeout = 50, "INVALID_TRANSACTION_TIMEOUT";
     /// Another transaction is being changed for this producer.
     ConcurrentTransactions = 51, "CONCURRENT_TRANSACTIONS";
-    /// Not authorized to use the transactional id (kaas serves no transactions).
+    /// A transaction marker came from an older coordinator than the partition has seen.
+    TransactionCoordinatorFenced = 52, "TRANSACTION_COORDINATOR_FENCED";
+    /// Not authorized to use the transactional id.
     TransactionalIdAuthorizationFailed = 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
     /// Security features are disabled (no authorizer is configured).
     SecurityDisabled = 54, "SECURITY_DISABLED";
