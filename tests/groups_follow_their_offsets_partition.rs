@@ -21,7 +21,6 @@ use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::{BrokerId, TopicName, TopicPartition};
 use kaas_cluster::internal_topics::{offsets_partition, OFFSETS_TOPIC};
 use kaas_net::protocol::messages::find_coordinator::FindCoordinatorRequest;
-use kaas_net::protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use kaas_net::protocol::messages::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
 };
@@ -98,33 +97,6 @@ fn settle<T>(what: &str, mut call: impl FnMut() -> (i16, T)) -> T {
     }
 }
 
-/// Metadata v12 of `__consumer_offsets`: (error, internal, leader and leader epoch of each
-/// partition).
-fn offsets_metadata(client: &mut WireClient) -> (i16, bool, Vec<(i32, i32)>) {
-    let request = MetadataRequest {
-        topics: Some(vec![MetadataRequestTopic {
-            name: Some(OFFSETS_TOPIC.into()),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    };
-    let Response::Metadata(metadata) = client.call(12, &request) else {
-        panic!("not Metadata")
-    };
-    let topic = &metadata.topics[0];
-    let mut leaders: Vec<(i32, (i32, i32))> = topic
-        .partitions
-        .iter()
-        .map(|p| (p.partition_index, (p.leader_id, p.leader_epoch)))
-        .collect();
-    leaders.sort_unstable();
-    (
-        topic.error_code,
-        topic.is_internal,
-        leaders.into_iter().map(|(_, leader)| leader).collect(),
-    )
-}
-
 /// Metadata names, for every partition, the assignment's leader and leader epoch.
 fn assert_metadata_follows(client: &mut WireClient, assignment: &Assignment) {
     let topic = TopicName::new(OFFSETS_TOPIC).expect("legal");
@@ -136,7 +108,7 @@ fn assert_metadata_follows(client: &mut WireClient, assignment: &Assignment) {
             (leader.leader.0, leader.leader_epoch.0)
         })
         .collect();
-    assert_eq!(offsets_metadata(client), (0, true, expected));
+    assert_eq!(client.topic_leaders(OFFSETS_TOPIC), (0, true, expected));
 }
 
 /// Fetches the group's partition from its leader until it holds a record keyed by `group`

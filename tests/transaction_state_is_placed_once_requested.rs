@@ -20,7 +20,6 @@ use kaas_cluster::internal_topics::{TRANSACTION_STATE_PARTITIONS, TRANSACTION_ST
 use kaas_engine::batch::encode_batch_for_tests;
 use kaas_net::protocol::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
 use kaas_net::protocol::messages::delete_topics::DeleteTopicsRequest;
-use kaas_net::protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
 use kaas_net::protocol::Response;
 use support::kube_cluster::KubeCluster;
 use support::WireClient;
@@ -40,32 +39,6 @@ fn placed(assignment: &Assignment) -> Option<usize> {
         .topics()
         .get(TRANSACTION_STATE_TOPIC)
         .map(|t| t.partitions.len())
-}
-
-/// Metadata v12 of the topic: (error, internal, (leader, leader epoch) per partition).
-fn metadata(client: &mut WireClient) -> (i16, bool, Vec<(i32, i32)>) {
-    let request = MetadataRequest {
-        topics: Some(vec![MetadataRequestTopic {
-            name: Some(TRANSACTION_STATE_TOPIC.into()),
-            ..Default::default()
-        }]),
-        ..Default::default()
-    };
-    let Response::Metadata(metadata) = client.call(12, &request) else {
-        panic!("not Metadata")
-    };
-    let topic = &metadata.topics[0];
-    let mut leaders: Vec<(i32, (i32, i32))> = topic
-        .partitions
-        .iter()
-        .map(|p| (p.partition_index, (p.leader_id, p.leader_epoch)))
-        .collect();
-    leaders.sort_unstable();
-    (
-        topic.error_code,
-        topic.is_internal,
-        leaders.into_iter().map(|(_, leader)| leader).collect(),
-    )
 }
 
 #[test]
@@ -96,7 +69,10 @@ fn the_transaction_state_topic_is_placed_once_a_broker_asks_for_it() {
     let leaders: std::collections::BTreeSet<i32> = expected.iter().map(|(b, _)| *b).collect();
     assert_eq!(leaders.len(), 3, "spread over the brokers: {expected:?}");
     let mut client = WireClient::connect(cluster.brokers[0].kafka);
-    assert_eq!(metadata(&mut client), (0, true, expected.clone()));
+    assert_eq!(
+        client.topic_leaders(TRANSACTION_STATE_TOPIC),
+        (0, true, expected.clone())
+    );
 
     // Every leader opened its partitions: each has a directory with a storage-fence claim.
     let id = assignment.topics()[TRANSACTION_STATE_TOPIC].id;

@@ -349,8 +349,6 @@ impl WireClient {
         }
     }
 
-    /// IncrementalAlterConfigs setting `key` to `value` on resource `name` of
-    /// `resource_type` (2: topic, 32: group); the resource's answer.
     /// The error code of `group` and its committed offset of `topic`'s partition `partition`
     /// (OffsetFetch v8, every topic of the group), `None` when it has none.
     pub fn committed_offset(
@@ -384,6 +382,36 @@ impl WireClient {
         (group.error_code, offset)
     }
 
+    /// Metadata v12 of `topic`: its error code, whether it is internal, and the (leader,
+    /// leader epoch) of each partition in partition order.
+    pub fn topic_leaders(&mut self, topic: &str) -> (i16, bool, Vec<(i32, i32)>) {
+        use kaas_net::protocol::messages::metadata::{MetadataRequest, MetadataRequestTopic};
+        let request = MetadataRequest {
+            topics: Some(vec![MetadataRequestTopic {
+                name: Some(topic.into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let Response::Metadata(metadata) = self.call(12, &request) else {
+            panic!("not Metadata")
+        };
+        let topic = &metadata.topics[0];
+        let mut leaders: Vec<(i32, (i32, i32))> = topic
+            .partitions
+            .iter()
+            .map(|p| (p.partition_index, (p.leader_id, p.leader_epoch)))
+            .collect();
+        leaders.sort_unstable();
+        (
+            topic.error_code,
+            topic.is_internal,
+            leaders.into_iter().map(|(_, leader)| leader).collect(),
+        )
+    }
+
+    /// IncrementalAlterConfigs setting `key` to `value` on resource `name` of
+    /// `resource_type` (2: topic, 32: group); the resource's answer.
     pub fn set_config(
         &mut self,
         resource_type: i8,

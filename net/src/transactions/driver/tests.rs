@@ -82,6 +82,56 @@ fn error_of(answer: Answer) -> ErrorCode {
     }
 }
 
+/// InitProducerId for [`ID`]: the producer id and epoch.
+async fn init(driver: &Rc<CoordinatorDriver<TestHooks>>) -> (i64, i16) {
+    let Answer::InitProducerId {
+        error,
+        producer_id,
+        producer_epoch,
+    } = driver
+        .init_producer_id(InitProducerIdRequest {
+            transactional_id: ID.into(),
+            transaction_timeout_ms: 60_000,
+            expected: None,
+        })
+        .await
+    else {
+        panic!("not an InitProducerId answer")
+    };
+    assert_eq!(error, ErrorCode::None);
+    (producer_id, producer_epoch)
+}
+
+/// Adds `partitions` to [`ID`]'s transaction and ends it with `result`, both answered NONE.
+async fn add_and_end(
+    driver: &Rc<CoordinatorDriver<TestHooks>>,
+    (producer_id, producer_epoch): (i64, i16),
+    partitions: BTreeSet<TopicPartition>,
+    result: TransactionResult,
+    client_version: TransactionVersion,
+) {
+    let added = driver
+        .add_partitions(AddPartitionsRequest {
+            transactional_id: ID.into(),
+            producer_id,
+            producer_epoch,
+            partitions,
+            client_version,
+        })
+        .await;
+    assert_eq!(error_of(added), ErrorCode::None);
+    let ended = driver
+        .end_txn(EndTxnRequest {
+            transactional_id: ID.into(),
+            producer_id,
+            producer_epoch,
+            result,
+            client_version,
+        })
+        .await;
+    assert_eq!(error_of(ended), ErrorCode::None);
+}
+
 #[test]
 fn a_committed_transaction_is_logged_marked_and_reloaded() {
     run(|| async {
@@ -102,47 +152,21 @@ fn a_committed_transaction_is_logged_marked_and_reloaded() {
         )
         .await
         .expect("load");
-        let Answer::InitProducerId {
-            error,
-            producer_id,
-            producer_epoch,
-        } = driver
-            .init_producer_id(InitProducerIdRequest {
-                transactional_id: ID.into(),
-                transaction_timeout_ms: 60_000,
-                expected: None,
-            })
-            .await
-        else {
-            panic!("not an InitProducerId answer")
-        };
-        assert_eq!(error, ErrorCode::None);
-        assert_eq!((producer_id, producer_epoch), (1000, 0));
+        let producer = init(&driver).await;
+        assert_eq!(producer, (1000, 0));
         let partitions: BTreeSet<TopicPartition> = [
             TopicPartition::new("orders", 2),
             TopicPartition::new("orders", 5),
         ]
         .into();
-        let added = driver
-            .add_partitions(AddPartitionsRequest {
-                transactional_id: ID.into(),
-                producer_id,
-                producer_epoch,
-                partitions: partitions.clone(),
-                client_version: TransactionVersion::V1,
-            })
-            .await;
-        assert_eq!(error_of(added), ErrorCode::None);
-        let ended = driver
-            .end_txn(EndTxnRequest {
-                transactional_id: ID.into(),
-                producer_id,
-                producer_epoch,
-                result: TransactionResult::Commit,
-                client_version: TransactionVersion::V1,
-            })
-            .await;
-        assert_eq!(error_of(ended), ErrorCode::None);
+        add_and_end(
+            &driver,
+            producer,
+            partitions.clone(),
+            TransactionResult::Commit,
+            TransactionVersion::V1,
+        )
+        .await;
         // The markers went out once, for exactly the transaction's partitions, and the
         // Complete record followed them.
         settle(|| {
@@ -201,40 +225,15 @@ fn a_prepared_transaction_is_finished_by_the_next_coordinator() {
         )
         .await
         .expect("load");
-        let Answer::InitProducerId {
-            producer_id,
-            producer_epoch,
-            ..
-        } = driver
-            .init_producer_id(InitProducerIdRequest {
-                transactional_id: ID.into(),
-                transaction_timeout_ms: 60_000,
-                expected: None,
-            })
-            .await
-        else {
-            panic!("not an InitProducerId answer")
-        };
-        let added = driver
-            .add_partitions(AddPartitionsRequest {
-                transactional_id: ID.into(),
-                producer_id,
-                producer_epoch,
-                partitions: [TopicPartition::new("t", 0)].into(),
-                client_version: TransactionVersion::V2,
-            })
-            .await;
-        assert_eq!(error_of(added), ErrorCode::None);
-        let ended = driver
-            .end_txn(EndTxnRequest {
-                transactional_id: ID.into(),
-                producer_id,
-                producer_epoch,
-                result: TransactionResult::Abort,
-                client_version: TransactionVersion::V2,
-            })
-            .await;
-        assert_eq!(error_of(ended), ErrorCode::None);
+        let producer = init(&driver).await;
+        add_and_end(
+            &driver,
+            producer,
+            [TopicPartition::new("t", 0)].into(),
+            TransactionResult::Abort,
+            TransactionVersion::V2,
+        )
+        .await;
         // The markers never come back written: the coordinator moves.
         settle(|| hooks.markers.borrow().len() == 1).await;
         driver.stop();
