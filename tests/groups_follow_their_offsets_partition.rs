@@ -21,9 +21,6 @@ use kaas_cluster::assignment::Assignment;
 use kaas_cluster::ids::{BrokerId, TopicName, TopicPartition};
 use kaas_cluster::internal_topics::{offsets_partition, OFFSETS_TOPIC};
 use kaas_net::protocol::messages::find_coordinator::FindCoordinatorRequest;
-use kaas_net::protocol::messages::offset_commit::{
-    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use kaas_net::protocol::Response;
 use support::kube_cluster::KubeCluster;
 use support::offsets_topic;
@@ -57,30 +54,6 @@ fn coordinator(client: &mut WireClient, group: &str) -> (i16, i32) {
     };
     let answer = &found.coordinators[0];
     (answer.error_code, answer.node_id)
-}
-
-/// A simple (member-less) commit of `offset` on partition 0, OffsetCommit v9.
-fn commit(client: &mut WireClient, group: &str, offset: i64) -> i16 {
-    let request = OffsetCommitRequest {
-        group_id: group.into(),
-        generation_id_or_member_epoch: -1,
-        member_id: String::new(),
-        topics: vec![OffsetCommitRequestTopic {
-            name: TOPIC.into(),
-            partitions: vec![OffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: offset,
-                committed_leader_epoch: -1,
-                committed_metadata: None,
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let Response::OffsetCommit(committed) = client.call(9, &request) else {
-        panic!("not OffsetCommit")
-    };
-    committed.topics[0].partitions[0].error_code
 }
 
 /// Retries `call` while it answers a retriable coordinator error (load in progress, not
@@ -192,7 +165,7 @@ fn groups_are_coordinated_by_the_leader_of_their_offsets_partition() {
     let (old_leader, old_epoch) = offsets_leader(&first, &group);
     let mut client = WireClient::connect(cluster.brokers[old_leader.0 as usize].kafka);
     settle("commit on the first coordinator", || {
-        (commit(&mut client, &group, 42), ())
+        (client.simple_commit(&group, TOPIC, 42), ())
     });
     assert_eq!(
         store_epochs(&cluster, &group),

@@ -11,9 +11,6 @@ mod support;
 use std::time::{Duration, Instant};
 
 use kaas_net::protocol::messages::list_groups::ListGroupsRequest;
-use kaas_net::protocol::messages::offset_commit::{
-    OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
-};
 use kaas_net::protocol::Response;
 use support::cluster::{
     endpoints, file_brokers, group_whose_fallback_is_broker_1, start_all, write_assignment,
@@ -23,30 +20,6 @@ use support::WireClient;
 const TOPIC: &str = "listed";
 const NAMED: &str = "named-listed";
 const STAYS: &str = "stays-on-0";
-
-/// A tool's commit (generation -1, no member: the group is created Empty with the offset).
-fn commit(client: &mut WireClient, group: &str, offset: i64) -> i16 {
-    let request = OffsetCommitRequest {
-        group_id: group.into(),
-        generation_id_or_member_epoch: -1,
-        member_id: String::new(),
-        topics: vec![OffsetCommitRequestTopic {
-            name: TOPIC.into(),
-            partitions: vec![OffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: offset,
-                committed_leader_epoch: -1,
-                committed_metadata: None,
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let Response::OffsetCommit(committed) = client.call(9, &request) else {
-        panic!("not OffsetCommit")
-    };
-    committed.topics[0].partitions[0].error_code
-}
 
 /// The group ids a broker lists (ListGroups v5, no filter), sorted; `(error, groups)`.
 fn listed(client: &mut WireClient) -> (i16, Vec<String>) {
@@ -63,7 +36,7 @@ fn listed(client: &mut WireClient) -> (i16, Vec<String>) {
 fn commit_on_coordinator(client: &mut WireClient, group: &str, offset: i64) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let code = commit(client, group, offset);
+        let code = client.simple_commit(group, TOPIC, offset);
         if code == 0 {
             return;
         }

@@ -349,6 +349,35 @@ impl WireClient {
         }
     }
 
+    /// A tool's commit of `offset` on partition 0 of `topic` for `group` (OffsetCommit v9,
+    /// generation -1, no member: a group that does not exist is created Empty with the
+    /// offset); the partition's error code.
+    pub fn simple_commit(&mut self, group: &str, topic: &str, offset: i64) -> i16 {
+        use kaas_net::protocol::messages::offset_commit::{
+            OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+        };
+        let request = OffsetCommitRequest {
+            group_id: group.into(),
+            generation_id_or_member_epoch: -1,
+            member_id: String::new(),
+            topics: vec![OffsetCommitRequestTopic {
+                name: topic.into(),
+                partitions: vec![OffsetCommitRequestPartition {
+                    partition_index: 0,
+                    committed_offset: offset,
+                    committed_leader_epoch: -1,
+                    committed_metadata: None,
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let Response::OffsetCommit(committed) = self.call(9, &request) else {
+            panic!("not OffsetCommit")
+        };
+        committed.topics[0].partitions[0].error_code
+    }
+
     /// The error code of `group` and its committed offset of `topic`'s partition `partition`
     /// (OffsetFetch v8, every topic of the group), `None` when it has none.
     pub fn committed_offset(
