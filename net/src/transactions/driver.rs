@@ -76,7 +76,9 @@ pub struct CoordinatorDriver<H: CoordinatorHooks> {
     machine: RefCell<TransactionCoordinator>,
     log: PartitionLog,
     hooks: H,
-    waiting: RefCell<HashMap<RequestId, oneshot::Sender<Answer>>>,
+    /// Calls waiting for their answer: the channel, and the answer that says only
+    /// NOT_COORDINATOR (sent on [`CoordinatorDriver::stop`]).
+    waiting: RefCell<HashMap<RequestId, (oneshot::Sender<Answer>, Answer)>>,
     next_request: Cell<u64>,
     stopped: Cell<bool>,
 }
@@ -125,8 +127,8 @@ impl<H: CoordinatorHooks> CoordinatorDriver<H> {
     /// Stops: nothing more is written, and every waiting call is answered NOT_COORDINATOR.
     pub fn stop(&self) {
         self.stopped.set(true);
-        for (_, waiting) in self.waiting.borrow_mut().drain() {
-            let _ = waiting.send(not_coordinator());
+        for (_, (waiting, not_coordinator)) in self.waiting.borrow_mut().drain() {
+            let _ = waiting.send(not_coordinator);
         }
     }
 
@@ -137,26 +139,46 @@ impl<H: CoordinatorHooks> CoordinatorDriver<H> {
 
     /// InitProducerId with a transactional id.
     pub async fn init_producer_id(self: &Rc<Self>, request: InitProducerIdRequest) -> Answer {
-        self.call(|machine, id, now| machine.init_producer_id(id, &request, now))
-            .await
+        let failed = |error| Answer::InitProducerId {
+            error,
+            producer_id: -1,
+            producer_epoch: -1,
+        };
+        self.call(failed, |machine, id, now| {
+            machine.init_producer_id(id, &request, now)
+        })
+        .await
     }
 
     /// AddPartitionsToTxn (a client's, or a V2 partition leader's implicit add).
     pub async fn add_partitions(self: &Rc<Self>, request: AddPartitionsRequest) -> Answer {
-        self.call(|machine, id, now| Ok(machine.add_partitions(id, &request, now)))
-            .await
+        let failed = |error| Answer::AddPartitions { error };
+        self.call(failed, |machine, id, now| {
+            Ok(machine.add_partitions(id, &request, now))
+        })
+        .await
     }
 
     /// AddOffsetsToTxn.
     pub async fn add_offsets(self: &Rc<Self>, request: AddOffsetsRequest) -> Answer {
-        self.call(|machine, id, now| Ok(machine.add_offsets(id, &request, now)))
-            .await
+        let failed = |error| Answer::AddPartitions { error };
+        self.call(failed, |machine, id, now| {
+            Ok(machine.add_offsets(id, &request, now))
+        })
+        .await
     }
 
     /// EndTxn.
     pub async fn end_txn(self: &Rc<Self>, request: EndTxnRequest) -> Answer {
-        self.call(|machine, id, now| machine.end_txn(id, &request, now))
-            .await
+        let failed = |error| Answer::EndTxn {
+            error,
+            producer_id: -1,
+            producer_epoch: -1,
+        };
+        self.call(failed, |machine, id, now| {
+            machine.end_txn(id, &request, now)
+        })
+        .await
     }
 
     /// Feeds the clock.
@@ -170,9 +192,10 @@ impl<H: CoordinatorHooks> CoordinatorDriver<H> {
     }
 
     /// Registers a call, feeds it (again after supplying a producer id when it needs one)
-    /// and waits for its answer.
+    /// and waits for its answer; `failed` is the call's answer carrying only an error.
     async fn call(
         self: &Rc<Self>,
+        failed: impl Fn(ErrorCode) -> Answer,
         mut feed: impl FnMut(
             &mut TransactionCoordinator,
             RequestId,
@@ -181,18 +204,22 @@ impl<H: CoordinatorHooks> CoordinatorDriver<H> {
     ) -> Answer {
         loop {
             if self.stopped.get() {
-                return not_coordinator();
+                return failed(ErrorCode::NotCoordinator);
             }
             let request = RequestId(self.next_request.get());
             self.next_request.set(request.0 + 1);
             let (sender, answer) = oneshot::channel();
-            self.waiting.borrow_mut().insert(request, sender);
+            self.waiting
+                .borrow_mut()
+                .insert(request, (sender, failed(ErrorCode::NotCoordinator)));
             let now = self.hooks.now_ms();
             let fed = feed(&mut self.machine.borrow_mut(), request, now);
             match fed {
                 Ok(actions) => {
                     self.carry_out(actions);
-                    return answer.await.unwrap_or_else(|_| not_coordinator());
+                    return answer
+                        .await
+                        .unwrap_or_else(|_| failed(ErrorCode::NotCoordinator));
                 }
                 Err(NeedsProducerId) => {
                     self.waiting.borrow_mut().remove(&request);
@@ -210,7 +237,7 @@ impl<H: CoordinatorHooks> CoordinatorDriver<H> {
     /// Sends the answers and starts the appends, markers and producer-id allocations.
     fn carry_out(self: &Rc<Self>, actions: Actions) {
         for (request, answer) in actions.answers {
-            if let Some(waiting) = self.waiting.borrow_mut().remove(&request) {
+            if let Some((waiting, _)) = self.waiting.borrow_mut().remove(&request) {
                 let _ = waiting.send(answer);
             }
         }
@@ -289,20 +316,6 @@ impl<H: CoordinatorHooks> CoordinatorDriver<H> {
                 }
             }
         }
-    }
-}
-
-fn not_coordinator() -> Answer {
-    failed(ErrorCode::NotCoordinator)
-}
-
-/// An answer carrying `error` only. Which kind of answer does not matter to the waiting
-/// caller, who reads the code (and -1 / -1).
-fn failed(error: ErrorCode) -> Answer {
-    Answer::EndTxn {
-        error,
-        producer_id: -1,
-        producer_epoch: -1,
     }
 }
 

@@ -198,6 +198,17 @@ pub enum Answer {
     },
 }
 
+impl Answer {
+    /// The answer's error code.
+    pub fn error(&self) -> ErrorCode {
+        match *self {
+            Answer::InitProducerId { error, .. }
+            | Answer::AddPartitions { error }
+            | Answer::EndTxn { error, .. } => error,
+        }
+    }
+}
+
 /// What the caller has to do after a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Actions {

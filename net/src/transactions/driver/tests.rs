@@ -74,14 +74,6 @@ async fn settle(done: impl Fn() -> bool) {
     panic!("did not settle");
 }
 
-fn error_of(answer: Answer) -> ErrorCode {
-    match answer {
-        Answer::InitProducerId { error, .. }
-        | Answer::AddPartitions { error }
-        | Answer::EndTxn { error, .. } => error,
-    }
-}
-
 /// InitProducerId for [`ID`]: the producer id and epoch.
 async fn init(driver: &Rc<CoordinatorDriver<TestHooks>>) -> (i64, i16) {
     let Answer::InitProducerId {
@@ -119,7 +111,7 @@ async fn add_and_end(
             client_version,
         })
         .await;
-    assert_eq!(error_of(added), ErrorCode::None);
+    assert_eq!(added.error(), ErrorCode::None);
     let ended = driver
         .end_txn(EndTxnRequest {
             transactional_id: ID.into(),
@@ -129,7 +121,7 @@ async fn add_and_end(
             client_version,
         })
         .await;
-    assert_eq!(error_of(ended), ErrorCode::None);
+    assert_eq!(ended.error(), ErrorCode::None);
 }
 
 #[test]
@@ -280,7 +272,7 @@ fn stopping_answers_waiting_calls_not_coordinator() {
                 expected: None,
             })
             .await;
-        assert_eq!(error_of(answer), ErrorCode::NotCoordinator);
+        assert_eq!(answer.error(), ErrorCode::NotCoordinator);
         assert_eq!(driver.log().offsets().high_watermark, 0, "nothing written");
     });
 }
