@@ -1,20 +1,26 @@
-//! FindCoordinator (key 10): a standalone broker coordinates every group (a shard inside it
-//! owns each); in cluster mode the group's broker is the assignment's `consumerGroups` entry,
-//! else kaas-cluster's fallback choice among the assignment's brokers. Transactions are not
-//! served.
+//! FindCoordinator (key 10).
+//!
+//! - **Groups**: a standalone broker coordinates every group (a shard inside it owns each);
+//!   in cluster mode the group's broker is the assignment's `consumerGroups` entry, else
+//!   kaas-cluster's fallback choice among the assignment's brokers.
+//! - **Transactions**: as in Kafka, a transactional id's coordinator is the leader of its
+//!   `__transaction_state` partition. The first request for one creates the topic
+//!   ([`crate::topics::transaction_state`]) and, until the topic is placed, answers
+//!   COORDINATOR_NOT_AVAILABLE (the client asks again).
 
+use std::rc::Rc;
+
+use crate::model::cluster_view::ClusterView;
 use crate::protocol::messages::find_coordinator::{
     Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
 };
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
+use crate::topics::transaction_state;
+use crate::transactions::{partition_for, TRANSACTION_STATE_TOPIC};
 
 const GROUP_KEY: i8 = 0;
 const TRANSACTION_KEY: i8 = 1;
-
-fn endpoint_missing(error: ErrorCode) -> bool {
-    error != ErrorCode::None
-}
 
 /// The broker coordinating `group`; `None` before a cluster broker's first assignment.
 pub fn group_broker(shard: &Shard, group: &str) -> Option<i32> {
@@ -25,11 +31,20 @@ pub fn group_broker(shard: &Shard, group: &str) -> Option<i32> {
         .map(|broker| broker.0)
 }
 
-/// The node id, host and port of `group`'s coordinator.
-fn coordinator(shard: &Shard, group: &str) -> Option<(i32, String, i32)> {
-    let view = shard.view.load();
+/// The broker coordinating `transactional_id`: the leader of its `__transaction_state`
+/// partition; `None` while the topic is not placed.
+fn transaction_broker(view: &ClusterView, transactional_id: &str) -> Option<i32> {
     let cluster = view.cluster.as_ref()?;
-    let broker = group_broker(shard, group)?;
+    let topic = kaas_cluster::ids::TopicName::new(TRANSACTION_STATE_TOPIC).ok()?;
+    let partition = kaas_cluster::ids::TopicPartition::new(topic, partition_for(transactional_id));
+    cluster
+        .leader_of(&partition)
+        .map(|placement| placement.leader.0)
+}
+
+/// The node id, host and port of `broker`.
+fn endpoint(view: &ClusterView, broker: i32) -> Option<(i32, String, i32)> {
+    let cluster = view.cluster.as_ref()?;
     let endpoint = cluster
         .brokers()
         .get(&kaas_cluster::ids::BrokerId(broker))?;
@@ -37,8 +52,8 @@ fn coordinator(shard: &Shard, group: &str) -> Option<(i32, String, i32)> {
 }
 
 /// Answers FindCoordinator at `version` (v4+ carries a batch of keys).
-pub fn handle(
-    shard: &Shard,
+pub async fn handle(
+    shard: &Rc<Shard>,
     request: FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
@@ -47,35 +62,50 @@ pub fn handle(
     } else {
         vec![request.key]
     };
+    if request.key_type == TRANSACTION_KEY && !transaction_state::exists(shard) {
+        if let Err(error) = transaction_state::request(shard).await {
+            tracing::warn!(code = ?error.code, message = %error.message, "creating {TRANSACTION_STATE_TOPIC}");
+        }
+    }
+    let view = shard.view.load();
     let coordinators: Vec<Coordinator> = keys
         .into_iter()
         .map(|key| {
-            let (error, message) = match request.key_type {
-                GROUP_KEY if key.is_empty() => (ErrorCode::InvalidRequest, "empty group id"),
-                GROUP_KEY => (ErrorCode::None, ""),
-                TRANSACTION_KEY => (
-                    ErrorCode::TransactionalIdAuthorizationFailed,
-                    "transactions are not supported",
-                ),
-                _ => (ErrorCode::InvalidRequest, "unknown key type"),
-            };
-            let (error, message, endpoint) = match (error, coordinator(shard, &key)) {
-                (ErrorCode::None, Some(endpoint)) => (error, message, Some(endpoint)),
-                (ErrorCode::None, None) => (
+            let found = match request.key_type {
+                GROUP_KEY if key.is_empty() => Err((ErrorCode::InvalidRequest, "empty group id")),
+                GROUP_KEY => group_broker(shard, &key).ok_or((
                     ErrorCode::CoordinatorNotAvailable,
                     "no cluster assignment accepted yet",
-                    None,
-                ),
-                (error, _) => (error, message, None),
+                )),
+                TRANSACTION_KEY => transaction_broker(&view, &key).ok_or((
+                    ErrorCode::CoordinatorNotAvailable,
+                    "the transaction coordinators are being placed",
+                )),
+                _ => Err((ErrorCode::InvalidRequest, "unknown key type")),
             };
-            let (node_id, host, port) = endpoint.unwrap_or((-1, String::new(), -1));
-            Coordinator {
-                key,
-                node_id,
-                host,
-                port,
-                error_code: error.code(),
-                error_message: endpoint_missing(error).then(|| message.to_string()),
+            let found = found.and_then(|broker| {
+                endpoint(&view, broker).ok_or((
+                    ErrorCode::CoordinatorNotAvailable,
+                    "the coordinator's broker is not in the assignment",
+                ))
+            });
+            match found {
+                Ok((node_id, host, port)) => Coordinator {
+                    key,
+                    node_id,
+                    host,
+                    port,
+                    error_code: ErrorCode::None.code(),
+                    error_message: None,
+                },
+                Err((error, message)) => Coordinator {
+                    key,
+                    node_id: -1,
+                    host: String::new(),
+                    port: -1,
+                    error_code: error.code(),
+                    error_message: Some(message.to_string()),
+                },
             }
         })
         .collect();

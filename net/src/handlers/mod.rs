@@ -7,6 +7,8 @@
 //! coordinator shard ([`group_hop`]).
 
 pub mod acl_requests;
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod api_versions;
 pub mod authorized_operations;
@@ -28,6 +30,8 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_transactions;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod group_hop;
@@ -39,6 +43,7 @@ pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod list_partition_reassignments;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
@@ -47,6 +52,9 @@ pub mod offset_for_leader_epoch;
 pub mod partition_request;
 pub mod produce;
 pub mod sync_group;
+pub mod transaction_hop;
+pub mod transaction_verification;
+pub mod txn_offset_commit;
 
 use std::future::Future;
 use std::rc::Rc;

@@ -11,16 +11,21 @@
 
 mod record_errors;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use bytes::Bytes;
 use kaas_engine::batch::recompress::recompress_batches;
-use kaas_engine::batch::{BatchError, BATCH_LENGTH_POS, LOG_OVERHEAD, MIN_BATCH_LENGTH};
+use kaas_engine::batch::{
+    BatchError, BatchHeader, BATCH_LENGTH_POS, LOG_OVERHEAD, MIN_BATCH_LENGTH,
+};
 use kaas_engine::{EngineError, PartitionId};
 
 use crate::groups::offsets_topic;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
+use crate::handlers::transaction_verification::{self, TransactionalWrite};
 use crate::handlers::{error_code, now_ms, partition_error_code};
+use crate::model::cluster_view::ClusterView;
 use crate::protocol::messages::produce::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceRequest, ProduceResponse,
     TopicProduceResponse,
@@ -28,6 +33,7 @@ use crate::protocol::messages::produce::{
 use crate::protocol::ErrorCode;
 use crate::shard::partition_error::PartitionError;
 use crate::shard::Shard;
+use crate::transactions::metadata::TopicPartition;
 
 struct Input {
     records: Bytes,
@@ -49,10 +55,18 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
     let view = shard.view.load();
     let refuse_all = if !matches!(request.acks, -1..=1) {
         Some(ErrorCode::InvalidRequiredAcks)
-    } else if request.transactional_id.is_some() {
-        Some(ErrorCode::InvalidTxnState)
+    } else if request.transactional_id.is_none() && has_transactional_batch(&request) {
+        // Kafka: transactional records need the request's transactional id (it authorizes
+        // the write).
+        Some(ErrorCode::TransactionalIdAuthorizationFailed)
     } else {
         None
+    };
+    let unverified = match (&refuse_all, &request.transactional_id) {
+        (None, Some(transactional_id)) => {
+            verify_transactional_batches(shard, &view, &request, transactional_id, version).await
+        }
+        _ => BTreeMap::new(),
     };
     let wait_for_flush = request.acks != 0;
     let mut responses: Vec<TopicProduceResponse> = Vec::new();
@@ -104,6 +118,11 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
                         Some("a partition's records must be exactly one record batch".into());
                     Some(ErrorCode::InvalidRecord)
                 }
+                (None, Some(t), Some(_))
+                    if unverified.contains_key(&(t.name().to_string(), data.index)) =>
+                {
+                    unverified.get(&(t.name().to_string(), data.index)).copied()
+                }
                 (None, Some(t), Some(records)) => {
                     let input = Input {
                         records,
@@ -143,6 +162,72 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
         responses,
         ..Default::default()
     }
+}
+
+/// The producer id and epoch of `records` when it is a transactional batch.
+fn transactional_producer(records: &[u8]) -> Option<(i64, i16)> {
+    BatchHeader::parse(records)
+        .ok()
+        .filter(BatchHeader::is_transactional)
+        .map(|header| (header.producer_id, header.producer_epoch))
+}
+
+fn has_transactional_batch(request: &ProduceRequest) -> bool {
+    request.topic_data.iter().any(|topic| {
+        topic.partition_data.iter().any(|data| {
+            data.records
+                .as_deref()
+                .and_then(transactional_producer)
+                .is_some()
+        })
+    })
+}
+
+/// Checks the request's transactional batches with their transaction's coordinator
+/// ([`transaction_verification`]; Produce v12+ is a Transactions V2 producer, whose
+/// partitions are added here): the partitions, by topic name and index, that may not be
+/// written, with their codes.
+async fn verify_transactional_batches(
+    shard: &Rc<Shard>,
+    view: &ClusterView,
+    request: &ProduceRequest,
+    transactional_id: &str,
+    version: i16,
+) -> BTreeMap<(String, i32), ErrorCode> {
+    let mut producer = None;
+    let mut partitions = BTreeSet::new();
+    for topic_data in &request.topic_data {
+        let topic = if version >= 13 {
+            view.topic_by_id(&topic_data.topic_id)
+        } else {
+            view.topic(&topic_data.name)
+        };
+        let Some(topic) = topic else { continue };
+        for data in &topic_data.partition_data {
+            let Some(batch_producer) = data.records.as_deref().and_then(transactional_producer)
+            else {
+                continue;
+            };
+            producer.get_or_insert(batch_producer);
+            if (0..topic.partitions()).contains(&data.index) {
+                partitions.insert(TopicPartition::new(topic.name().to_string(), data.index));
+            }
+        }
+    }
+    let Some((producer_id, producer_epoch)) = producer else {
+        return BTreeMap::new();
+    };
+    let write = TransactionalWrite {
+        transactional_id: transactional_id.to_string(),
+        producer_id,
+        producer_epoch,
+        adds_partitions: version >= 12,
+    };
+    transaction_verification::check(shard, &write, partitions)
+        .await
+        .into_iter()
+        .map(|(partition, code)| ((partition.topic, partition.partition), code))
+        .collect()
 }
 
 /// Appends every batch for this shard's partitions, then waits for all their flushes together

@@ -63,6 +63,8 @@ error_codes! {
     MessageTooLarge = 10, "MESSAGE_TOO_LARGE";
     /// The committed offset metadata is too large.
     OffsetMetadataTooLarge = 12, "OFFSET_METADATA_TOO_LARGE";
+    /// The connection to another broker failed before its answer came.
+    NetworkException = 13, "NETWORK_EXCEPTION";
     /// The coordinator is loading and cannot serve yet.
     CoordinatorLoadInProgress = 14, "COORDINATOR_LOAD_IN_PROGRESS";
     /// The coordinator is not available (also GROUP_COORDINATOR_NOT_AVAILABLE).
@@ -141,6 +143,8 @@ error_codes! {
     TransactionalIdAuthorizationFailed = 53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED";
     /// Security features are disabled (no authorizer is configured).
     SecurityDisabled = 54, "SECURITY_DISABLED";
+    /// Not attempted because another part of the request failed.
+    OperationNotAttempted = 55, "OPERATION_NOT_ATTEMPTED";
     /// A disk error occurred on the broker while serving the request.
     KafkaStorageError = 56, "KAFKA_STORAGE_ERROR";
     /// The broker has no state for this producer id.

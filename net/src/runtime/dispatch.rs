@@ -83,7 +83,7 @@ pub async fn handle(
             handlers::offset_for_leader_epoch::handle(shard, r).await,
         ),
         Request::FindCoordinator(r) => {
-            Response::FindCoordinator(handlers::find_coordinator::handle(shard, r, version))
+            Response::FindCoordinator(handlers::find_coordinator::handle(shard, r, version).await)
         }
         Request::JoinGroup(r) => Response::JoinGroup(
             handlers::join_group::handle(shard, r, version, client_id(), client_host()).await,
@@ -138,13 +138,23 @@ pub async fn handle(
         ),
         // The codec reads these, the broker does not serve them (not in ApiVersions): the
         // connection refuses them before dispatch ([`is_served`]), so none gets here.
-        Request::AddPartitionsToTxn(_)
-        | Request::AddOffsetsToTxn(_)
-        | Request::EndTxn(_)
-        | Request::WriteTxnMarkers(_)
-        | Request::TxnOffsetCommit(_)
-        | Request::DescribeTransactions(_)
-        | Request::ListTransactions(_) => return None,
+        Request::AddPartitionsToTxn(r) => Response::AddPartitionsToTxn(
+            handlers::add_partitions_to_txn::handle(shard, r, version).await,
+        ),
+        Request::AddOffsetsToTxn(r) => {
+            Response::AddOffsetsToTxn(handlers::add_offsets_to_txn::handle(shard, r).await)
+        }
+        Request::EndTxn(r) => Response::EndTxn(handlers::end_txn::handle(shard, r, version).await),
+        Request::TxnOffsetCommit(r) => {
+            Response::TxnOffsetCommit(handlers::txn_offset_commit::handle(shard, r, version).await)
+        }
+        Request::DescribeTransactions(r) => {
+            Response::DescribeTransactions(handlers::describe_transactions::handle(shard, r).await)
+        }
+        Request::ListTransactions(r) => {
+            Response::ListTransactions(handlers::list_transactions::handle(shard, r).await)
+        }
+        Request::WriteTxnMarkers(_) => return None,
     };
     Some(response.encode_frame(header.correlation_id, version))
 }

@@ -44,8 +44,8 @@ use crate::shard::producer_expiration;
 use crate::shard::producer_ids::{IdBlockStore, ProducerIdAllocator};
 use crate::shard::router::{Inbox, Router};
 use crate::shard::shard_zero::{self, ShardZero};
-use crate::shard::takeover_driver;
 use crate::shard::Shard;
+use crate::shard::{takeover_driver, transaction_coordinators};
 use crate::topics::local_controller::LocalController;
 use crate::topics::topic_change_link::TopicChangeLink;
 use crate::topics::topic_changes::{self, TopicChanges};
@@ -364,6 +364,7 @@ async fn run_shard(start: ShardStart) {
         metrics,
         open_epochs: Default::default(),
         append_turns: Default::default(),
+        transactions: Default::default(),
     });
     topic_changes::install_on_this_shard(topic_changes);
     shard_zero::install_on_this_shard(producer_ids.map(ShardZero::new));
@@ -427,6 +428,7 @@ async fn run_shard(start: ShardStart) {
         .detach();
     }
     let ticker = shard.groups.spawn_ticker();
+    let transactions_ticker = transaction_coordinators::spawn_ticker(&shard);
     spawn_log_cleaner(&shard);
     let maintenance_task = spawn_every(
         Rc::downgrade(&shard),
@@ -463,6 +465,8 @@ async fn run_shard(start: ShardStart) {
     drop(maintenance_task);
     drop(producer_expiration_task);
     drop(ticker);
+    drop(transactions_ticker);
+    shard.transactions.stop_all();
     if let Err(error) = shard.logs.close_all().await {
         tracing::error!(shard = index, %error, "closing partitions at shut-down");
     }

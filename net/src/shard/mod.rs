@@ -14,6 +14,8 @@ pub mod router;
 pub mod shard_commands;
 pub mod shard_zero;
 pub mod takeover_driver;
+pub mod transaction_coordinators;
+pub mod txn_markers;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -29,6 +31,7 @@ use crate::shard::config::BrokerConfig;
 use crate::shard::metrics::ShardMetrics;
 use crate::shard::partition_error::PartitionError;
 use crate::shard::router::{Inbox, Router};
+use crate::shard::transaction_coordinators::TransactionCoordinators;
 
 /// Everything a shard's request handlers use. `!Send`: lives on its executor.
 pub struct Shard {
@@ -52,6 +55,8 @@ pub struct Shard {
     pub open_epochs: RefCell<HashMap<PartitionId, i32>>,
     /// Appends reach each partition in the order their requests arrived.
     pub append_turns: AppendTurns,
+    /// The transaction coordinators of the `__transaction_state` partitions this shard leads.
+    pub transactions: TransactionCoordinators,
 }
 
 impl Shard {

@@ -22,10 +22,14 @@
 use std::cell::Cell;
 use std::ops::Range;
 use std::path::Path;
+use std::rc::Rc;
 
 use glommio::sync::Semaphore;
 use kaas_engine::block_claims;
 use kaas_engine::{EngineError, Storage};
+
+use crate::protocol::ErrorCode;
+use crate::shard::Shard;
 
 /// Ids reserved per durable write.
 pub const BLOCK_SIZE: i64 = 1000;
@@ -126,6 +130,32 @@ impl ProducerIdAllocator {
         let id = self.next.get();
         self.next.set(id + 1);
         Ok(id)
+    }
+}
+
+/// A new producer id from shard 0's allocator (one hop there): KAFKA_STORAGE_ERROR when its
+/// block store fails, UNKNOWN_SERVER_ERROR when shard 0 has stopped.
+pub async fn allocate_on_shard_zero(shard: &Rc<Shard>) -> Result<i64, ErrorCode> {
+    let allocated = shard
+        .router
+        .call(shard, 0, |_| async move {
+            match crate::shard::shard_zero::on_this_shard() {
+                Some(zero) => zero
+                    .producer_ids
+                    .allocate()
+                    .await
+                    .map_err(|e| e.to_string()),
+                None => Err("producer ids are allocated on shard 0".to_string()),
+            }
+        })
+        .await;
+    match allocated {
+        Some(Ok(producer_id)) => Ok(producer_id),
+        Some(Err(error)) => {
+            tracing::error!(error, "allocating a producer id");
+            Err(ErrorCode::KafkaStorageError)
+        }
+        None => Err(ErrorCode::UnknownServerError),
     }
 }
 

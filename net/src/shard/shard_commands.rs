@@ -29,7 +29,8 @@ use kaas_engine::{topic_incarnation, EngineError, PartitionId};
 
 use crate::model::fence_epoch::partition_fence_epoch;
 use crate::shard::partition_error::PartitionError;
-use crate::shard::{shard_zero, Shard};
+use crate::shard::{shard_zero, transaction_coordinators, Shard};
+use crate::transactions::TRANSACTION_STATE_TOPIC;
 
 /// A partition a shard closed because the fence found a newer claim.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,6 +98,9 @@ impl Shard {
                 }
                 self.metrics
                     .set_partitions_open(self.logs.open_partitions().len());
+                if *id.topic == *TRANSACTION_STATE_TOPIC {
+                    transaction_coordinators::gain(self, id.partition, leader_epoch.0);
+                }
                 Ok(())
             }
             ShardCommand::ClosePartition {
@@ -104,6 +108,9 @@ impl Shard {
                 checkpoint,
             } => {
                 let id = PartitionId::new(partition.topic.as_arc().clone(), partition.partition);
+                if *id.topic == *TRANSACTION_STATE_TOPIC {
+                    self.transactions.lose(id.partition);
+                }
                 self.open_epochs.borrow_mut().remove(&id);
                 let closed = if checkpoint {
                     self.logs.close(&id).await
@@ -155,6 +162,9 @@ impl Shard {
             return;
         };
         tracing::warn!(partition = %id, leader_epoch, "fenced by a newer claim: giving the partition up");
+        if *id.topic == *TRANSACTION_STATE_TOPIC {
+            self.transactions.lose(id.partition);
+        }
         let shard = self.clone();
         let id = id.clone();
         // Spawned detached with its handle dropped at once: it waits on shard 0 (see the

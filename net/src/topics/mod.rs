@@ -13,4 +13,5 @@ pub mod replica_assignment;
 pub mod topic_change_link;
 pub mod topic_changes;
 pub mod topic_store;
+pub mod transaction_state;
 pub mod view_wait;

@@ -136,6 +136,39 @@ impl TopicChanges {
         }
     }
 
+    /// Creates the internal topic `name` (`partitions` partitions, `configs`, id `topic_id`)
+    /// on a standalone broker, whose own controller keeps it with the user topics; a topic
+    /// that exists already counts as created. Waits at most `wait` for the view to show it.
+    pub async fn create_internal(
+        &self,
+        shard: &Rc<Shard>,
+        name: TopicName,
+        partitions: i32,
+        topic_id: TopicId,
+        configs: BTreeMap<String, String>,
+        wait: Duration,
+    ) -> Result<(), TopicError> {
+        let change = TopicChange::Create {
+            topic: name.clone(),
+            partitions,
+            topic_id,
+            configs,
+        };
+        match self.link.send(change, ANSWER_TIMEOUT).await {
+            Ok(()) => {}
+            Err(error) if error.code == ErrorCode::TopicAlreadyExists => return Ok(()),
+            Err(error) => return Err(error),
+        }
+        let expectation = Expectation::Created {
+            name: name.as_str().to_string(),
+            id: Uuid::from(topic_id),
+        };
+        if !self.wait(shard, &expectation, wait).await {
+            return Err(not_visible(name.as_str(), "created", wait));
+        }
+        Ok(())
+    }
+
     async fn create(
         &self,
         shard: &Rc<Shard>,

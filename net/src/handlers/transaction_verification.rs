@@ -1,0 +1,127 @@
+//! A partition leader's check of a transactional write with the transaction's coordinator,
+//! before the write (Kafka's `AddPartitionsToTxnManager`, KIP-890):
+//!
+//! - **Transactions V1** (Produce up to v11, TxnOffsetCommit up to v4): the producer added
+//!   the partitions itself (AddPartitionsToTxn / AddOffsetsToTxn); the leader only verifies
+//!   that they are in the producer's open transaction at its epoch, so a late write from a
+//!   transaction that has ended cannot open a new one nobody will end.
+//! - **Transactions V2** (Produce v12+, TxnOffsetCommit v5+): the producer adds nothing; the
+//!   leader adds the partitions to the transaction itself.
+//!
+//! The codes a write gets, as Kafka's `ReplicaManager` translates the coordinator's:
+//! INVALID_TXN_STATE (not in the transaction), INVALID_PRODUCER_EPOCH (for PRODUCER_FENCED,
+//! which producers expect at this point), and NOT_ENOUGH_REPLICAS for a coordinator that is
+//! moving, loading or busy (a retriable code every client retries without refreshing its
+//! metadata).
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use crate::handlers::transaction_hop::on_coordinator;
+use crate::protocol::ErrorCode;
+use crate::shard::Shard;
+use crate::transactions::coordinator::{AddPartitionsRequest, VerifyPartitionsRequest};
+use crate::transactions::metadata::TopicPartition;
+use crate::transactions::state::TransactionVersion;
+
+/// A transactional write to check.
+#[derive(Debug, Clone)]
+pub struct TransactionalWrite {
+    /// The producer's transactional id.
+    pub transactional_id: String,
+    /// Its producer id.
+    pub producer_id: i64,
+    /// Its producer epoch.
+    pub producer_epoch: i16,
+    /// Whether the producer speaks Transactions V2 (the leader adds the partitions).
+    pub adds_partitions: bool,
+}
+
+/// The partitions of `partitions` that may not be written, each with the code its write gets
+/// (empty when every one may).
+pub async fn check(
+    shard: &Rc<Shard>,
+    write: &TransactionalWrite,
+    partitions: BTreeSet<TopicPartition>,
+) -> Vec<(TopicPartition, ErrorCode)> {
+    if partitions.is_empty() {
+        return Vec::new();
+    }
+    let id = write.transactional_id.clone();
+    let codes = if write.adds_partitions {
+        let add = AddPartitionsRequest {
+            transactional_id: id.clone(),
+            producer_id: write.producer_id,
+            producer_epoch: write.producer_epoch,
+            partitions: partitions.clone(),
+            client_version: TransactionVersion::V2,
+        };
+        let error = match on_coordinator(shard, &id, move |driver| async move {
+            driver.add_partitions(add).await
+        })
+        .await
+        {
+            Ok(answer) => answer.error(),
+            Err(error) => error,
+        };
+        partitions.into_iter().map(|p| (p, error)).collect()
+    } else {
+        let verify = VerifyPartitionsRequest {
+            transactional_id: id.clone(),
+            producer_id: write.producer_id,
+            producer_epoch: write.producer_epoch,
+            partitions: partitions.clone(),
+        };
+        match on_coordinator(shard, &id, move |driver| async move {
+            driver.machine().verify_partitions(&verify)
+        })
+        .await
+        {
+            Ok(codes) => codes,
+            Err(error) => partitions.into_iter().map(|p| (p, error)).collect(),
+        }
+    };
+    codes
+        .into_iter()
+        .filter(|(_, code)| *code != ErrorCode::None)
+        .map(|(partition, code)| (partition, write_code(code)))
+        .collect()
+}
+
+/// The code a write gets for the coordinator's `code`.
+fn write_code(code: ErrorCode) -> ErrorCode {
+    match code {
+        ErrorCode::ProducerFenced => ErrorCode::InvalidProducerEpoch,
+        ErrorCode::ConcurrentTransactions
+        | ErrorCode::NetworkException
+        | ErrorCode::CoordinatorLoadInProgress
+        | ErrorCode::CoordinatorNotAvailable
+        | ErrorCode::NotCoordinator => ErrorCode::NotEnoughReplicas,
+        code => code,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coordinator_codes_become_the_codes_producers_retry_or_expect() {
+        assert_eq!(
+            write_code(ErrorCode::ProducerFenced),
+            ErrorCode::InvalidProducerEpoch
+        );
+        for moving in [
+            ErrorCode::ConcurrentTransactions,
+            ErrorCode::CoordinatorLoadInProgress,
+            ErrorCode::CoordinatorNotAvailable,
+            ErrorCode::NotCoordinator,
+        ] {
+            assert_eq!(write_code(moving), ErrorCode::NotEnoughReplicas);
+        }
+        assert_eq!(
+            write_code(ErrorCode::InvalidTxnState),
+            ErrorCode::InvalidTxnState
+        );
+    }
+}
