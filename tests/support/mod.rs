@@ -8,6 +8,7 @@ pub mod cluster_load;
 pub mod kube_cluster;
 pub mod offsets_topic;
 pub mod tcp_proxy;
+pub mod transactions;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
