@@ -98,6 +98,9 @@ pub struct Cli {
     pub groups: crate::group_flags::GroupFlags,
     #[command(flatten)]
     pub cleaner: crate::cleaner_flags::CleanerFlags,
+    /// Transaction coordinator settings.
+    #[command(flatten)]
+    pub transactions: crate::transaction_flags::TransactionFlags,
 }
 
 /// Where a broker of a cluster learns the assignment.
@@ -172,6 +175,7 @@ impl Cli {
         };
         config.groups = self.groups.group_config();
         config.cleaner = self.cleaner.cleaner_config();
+        config.transactions = self.transactions.coordinator_config();
         config.producer_expiration = ProducerExpiration {
             expiration_ms: self.producer_id_expiration_ms,
             check_interval_ms: self.producer_id_expiration_check_interval_ms,

@@ -6,6 +6,7 @@ mod cli;
 mod cluster_core;
 mod group_flags;
 mod startup_checks;
+mod transaction_flags;
 
 use anyhow::{bail, Context};
 use clap::Parser;

@@ -2,11 +2,13 @@
 //! it (the first transactional client), then like every other partition, for good (three
 //! `kaas` processes on a real API server, tests/support/kube_cluster.rs).
 //!
-//! Checked: no assignment has the topic until `__cluster/transaction-state-requested` exists
-//! (what a broker creates when a transactional client first comes); then the controller
+//! Checked: no assignment has the topic until a client's first FindCoordinator for a
+//! transactional id makes its broker create `__cluster/transaction-state-requested` (the
+//! answer meanwhile: COORDINATOR_NOT_AVAILABLE); then the controller
 //! places its 50 partitions across the brokers, each broker opens the partitions it leads
 //! (their directories and storage-fence claims appear on the volume), Metadata lists the
-//! topic as internal with the assignment's leaders, and clients cannot write to it
+//! topic as internal with the assignment's leaders, FindCoordinator names the leader of the
+//! id's partition, and clients cannot write to it
 //! (INVALID_TOPIC_EXCEPTION, as Kafka answers), delete it (INVALID_TOPIC_EXCEPTION, where
 //! Kafka would delete the transactions' state) or create it again (TOPIC_ALREADY_EXISTS).
 
@@ -20,6 +22,7 @@ use kaas_cluster::internal_topics::{TRANSACTION_STATE_PARTITIONS, TRANSACTION_ST
 use kaas_engine::batch::encode_batch_for_tests;
 use kaas_net::protocol::messages::create_topics::{CreatableTopic, CreateTopicsRequest};
 use kaas_net::protocol::messages::delete_topics::DeleteTopicsRequest;
+use kaas_net::protocol::messages::find_coordinator::FindCoordinatorRequest;
 use kaas_net::protocol::Response;
 use support::kube_cluster::KubeCluster;
 use support::WireClient;
@@ -33,6 +36,20 @@ const LEASE_FLAGS: &[&str] = &[
 const REACT: Duration = Duration::from_secs(30);
 const INVALID_TOPIC_EXCEPTION: i16 = 17;
 const TOPIC_ALREADY_EXISTS: i16 = 36;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+
+/// FindCoordinator (v3) for a transactional id: (code, node id).
+fn find_coordinator(client: &mut WireClient, transactional_id: &str) -> (i16, i32) {
+    let request = FindCoordinatorRequest {
+        key: transactional_id.into(),
+        key_type: 1,
+        ..Default::default()
+    };
+    match client.call(3, &request) {
+        Response::FindCoordinator(r) => (r.error_code, r.node_id),
+        other => panic!("unexpected {other:?}"),
+    }
+}
 
 fn placed(assignment: &Assignment) -> Option<usize> {
     assignment
@@ -47,11 +64,21 @@ fn the_transaction_state_topic_is_placed_once_a_broker_asks_for_it() {
     let first = cluster.wait_for_assignment("three brokers", REACT, |a| a.brokers().len() == 3);
     assert_eq!(placed(&first), None, "not placed before a broker asks");
 
+    // The first FindCoordinator for a transactional id asks for the topic, and is told to
+    // come back (the client retries).
     let marker = cluster
         .data_dir
         .join(kaas_volume::CLUSTER_DIR)
         .join(kaas_volume::TRANSACTION_STATE_REQUESTED_FILE);
-    std::fs::write(&marker, b"").expect("ask for the topic");
+    let mut client = WireClient::connect(cluster.brokers[0].kafka);
+    assert_eq!(
+        find_coordinator(&mut client, "txn-7"),
+        (COORDINATOR_NOT_AVAILABLE, -1)
+    );
+    assert!(
+        marker.exists(),
+        "the broker asked the controller for the topic"
+    );
     let assignment = cluster.wait_for_assignment("__transaction_state placed", REACT, |a| {
         placed(a) == Some(TRANSACTION_STATE_PARTITIONS as usize)
     });
@@ -68,10 +95,15 @@ fn the_transaction_state_topic_is_placed_once_a_broker_asks_for_it() {
         .collect();
     let leaders: std::collections::BTreeSet<i32> = expected.iter().map(|(b, _)| *b).collect();
     assert_eq!(leaders.len(), 3, "spread over the brokers: {expected:?}");
-    let mut client = WireClient::connect(cluster.brokers[0].kafka);
     assert_eq!(
         client.topic_leaders(TRANSACTION_STATE_TOPIC),
         (0, true, expected.clone())
+    );
+    // A transactional id's coordinator is the leader of its partition.
+    let partition = kaas_net::transactions::partition_for("txn-7") as usize;
+    assert_eq!(
+        find_coordinator(&mut client, "txn-7"),
+        (0, expected[partition].0)
     );
 
     // Every leader opened its partitions: each has a directory with a storage-fence claim.

@@ -110,7 +110,6 @@ pub fn add_partitions(
         v3_and_below_topics: vec![AddPartitionsToTxnTopic {
             name: topic.into(),
             partitions: partitions.to_vec(),
-            ..Default::default()
         }],
         ..Default::default()
     };
@@ -166,7 +165,6 @@ pub fn end(
         producer_id: producer.0,
         producer_epoch: producer.1,
         committed: commit,
-        ..Default::default()
     };
     let (code, (id, epoch)) = retried("EndTxn", || match client.call(version, &request) {
         Response::EndTxn(r) => (r.error_code, (r.producer_id, r.producer_epoch)),
@@ -179,7 +177,6 @@ pub fn end(
 pub fn describe(client: &mut WireClient, transactional_id: &str) -> DescribedTransactionState {
     let request = DescribeTransactionsRequest {
         transactional_ids: vec![transactional_id.into()],
-        ..Default::default()
     };
     let (_, state) = retried("DescribeTransactions", || match client.call(0, &request) {
         Response::DescribeTransactions(mut r) => {

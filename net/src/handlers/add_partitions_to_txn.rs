@@ -173,14 +173,12 @@ fn by_topic(codes: Vec<(TopicPartition, ErrorCode)>) -> Vec<AddPartitionsToTxnTo
         let result = AddPartitionsToTxnPartitionResult {
             partition_index: partition.partition,
             partition_error_code: code.code(),
-            ..Default::default()
         };
         match topics.iter_mut().find(|t| t.name == partition.topic) {
             Some(topic) => topic.results_by_partition.push(result),
             None => topics.push(AddPartitionsToTxnTopicResult {
                 name: partition.topic,
                 results_by_partition: vec![result],
-                ..Default::default()
             }),
         }
     }

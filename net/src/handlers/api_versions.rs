@@ -52,14 +52,12 @@ pub fn handle(_request: ApiVersionsRequest) -> ApiVersionsResponse {
             name: TRANSACTION_VERSION_FEATURE.to_string(),
             min_version: 0,
             max_version: level,
-            ..Default::default()
         }],
         finalized_features_epoch: FINALIZED_FEATURES_EPOCH,
         finalized_features: vec![FinalizedFeatureKey {
             name: TRANSACTION_VERSION_FEATURE.to_string(),
             max_version_level: level,
             min_version_level: level,
-            ..Default::default()
         }],
         ..Default::default()
     }

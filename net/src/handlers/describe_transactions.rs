@@ -57,7 +57,6 @@ fn state(transactional_id: String, described: DescribedTransaction) -> Described
             _ => topics.push(DescribedTransactionTopic {
                 topic: partition.topic,
                 partitions: vec![partition.partition],
-                ..Default::default()
             }),
         }
     }
@@ -70,6 +69,5 @@ fn state(transactional_id: String, described: DescribedTransaction) -> Described
         producer_id: transaction.producer_id,
         producer_epoch: transaction.producer_epoch,
         topics,
-        ..Default::default()
     }
 }

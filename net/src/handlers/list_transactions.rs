@@ -74,7 +74,6 @@ pub async fn handle(
                     transactional_id: listed.transactional_id,
                     producer_id: listed.producer_id,
                     transaction_state: listed.state.to_string(),
-                    ..Default::default()
                 }
             }));
         }

@@ -65,12 +65,10 @@ pub async fn handle(
                 .map(|p| TxnOffsetCommitResponsePartition {
                     partition_index: p.partition_index,
                     error_code: errors.next().unwrap_or(ErrorCode::None).code(),
-                    ..Default::default()
                 })
                 .collect(),
             name: topic.name,
             topic_id: topic.topic_id,
-            ..Default::default()
         })
         .collect();
     TxnOffsetCommitResponse {

@@ -44,8 +44,9 @@ use crate::shard::producer_expiration;
 use crate::shard::producer_ids::{IdBlockStore, ProducerIdAllocator};
 use crate::shard::router::{Inbox, Router};
 use crate::shard::shard_zero::{self, ShardZero};
+use crate::shard::takeover_driver;
+use crate::shard::transaction_coordinators::{self, TransactionCoordinators};
 use crate::shard::Shard;
-use crate::shard::{takeover_driver, transaction_coordinators};
 use crate::topics::local_controller::LocalController;
 use crate::topics::topic_change_link::TopicChangeLink;
 use crate::topics::topic_changes::{self, TopicChanges};
@@ -364,7 +365,7 @@ async fn run_shard(start: ShardStart) {
         metrics,
         open_epochs: Default::default(),
         append_turns: Default::default(),
-        transactions: Default::default(),
+        transactions: TransactionCoordinators::new(config.transactions.clone()),
     });
     topic_changes::install_on_this_shard(topic_changes);
     shard_zero::install_on_this_shard(producer_ids.map(ShardZero::new));

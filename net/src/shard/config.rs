@@ -36,6 +36,8 @@ pub struct BrokerConfig {
     pub cleaner: kaas_engine::compaction::CleanerConfig,
     /// When idle idempotent producers are forgotten (`producer.id.expiration.*`).
     pub producer_expiration: crate::shard::producer_expiration::ProducerExpiration,
+    /// The transaction coordinators' settings (`transaction.*`).
+    pub transactions: crate::transactions::coordinator::CoordinatorConfig,
 }
 
 /// How a broker of a cluster runs: several brokers share one data directory and follow
@@ -65,6 +67,7 @@ impl BrokerConfig {
             cluster: None,
             cleaner: Default::default(),
             producer_expiration: Default::default(),
+            transactions: Default::default(),
         }
     }
 }
