@@ -1,6 +1,8 @@
-//! DescribeProducers (key 61): the idempotent producers each partition remembers (id, epoch,
-//! last sequence, last batch's timestamp), read on the partition's owner shard. kaas serves no
-//! transactions, so `coordinator_epoch` and `current_txn_start_offset` are always -1.
+//! DescribeProducers (key 61): the producers each partition remembers (id, epoch, last
+//! sequence, last batch's timestamp, the epoch of the coordinator that wrote its last
+//! transaction marker and the first offset of its open transaction), read on the
+//! partition's owner shard. As Kafka's `ProducerStateEntry`: `coordinator_epoch` is -1 before
+//! the producer's first marker, `current_txn_start_offset` -1 when no transaction is open.
 //!
 //! Errors as Apache Kafka 4.4 answers them: an invalid topic name gets INVALID_TOPIC_EXCEPTION
 //! with Kafka's message, an unknown topic UNKNOWN_TOPIC_OR_PARTITION with its default message,
@@ -102,8 +104,8 @@ async fn producers_on_owner(shard: Rc<Shard>, items: Vec<Owned<()>>) -> Vec<(Pos
                         producer_epoch: i32::from(producer.epoch()),
                         last_sequence: last.map_or(-1, |batch| batch.last_seq),
                         last_timestamp: last.map_or(-1, |batch| batch.max_timestamp),
-                        coordinator_epoch: -1,
-                        current_txn_start_offset: -1,
+                        coordinator_epoch: producer.coordinator_epoch(),
+                        current_txn_start_offset: producer.open_transaction().unwrap_or(-1),
                     }
                 })
                 .collect()),
