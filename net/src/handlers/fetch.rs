@@ -22,6 +22,8 @@ pub(crate) mod isolation;
 mod log_read;
 mod long_poll;
 mod response_budget;
+#[cfg(test)]
+mod tests;
 
 use std::rc::Rc;
 use std::sync::Arc;
