@@ -132,7 +132,64 @@ fn invalid_topic_message(name: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use kaas_cluster::ids::TopicName;
+    use kaas_engine::batch::txn_marker::TxnResult;
+
     use super::*;
+    use crate::model::cluster_view::TopicInfo;
+    use crate::model::topic_config::{TopicConfig, TopicDefaults};
+    use crate::protocol::messages::describe_producers::DescribeProducersTopicRequest;
+    use crate::protocol::Uuid;
+    use crate::shard::test_support::{
+        append_batch, end_transaction, open_log, producer_batch, run, shard_zero, standalone_view,
+        TEST_NOW_MS,
+    };
+
+    #[test]
+    fn producers_show_their_open_transaction_and_coordinator_epoch() {
+        run(|root| {
+            Box::pin(async move {
+                let topic = TopicInfo::of(
+                    TopicName::new("t").expect("legal"),
+                    Uuid([7; 16]),
+                    1,
+                    TopicConfig::default(),
+                    &TopicDefaults::default(),
+                );
+                let shard = shard_zero(&root, standalone_view(1, &[topic]));
+                let log = open_log(&shard, &root, "t", 0).await;
+                // Producer 1's transaction at 0 aborted at 1 by a coordinator at epoch 7;
+                // producer 3's open since 2.
+                append_batch(&log, &producer_batch(1, TEST_NOW_MS, 1, 0, true)).await;
+                end_transaction(&log, 1, TxnResult::Abort, 7).await;
+                append_batch(&log, &producer_batch(2, TEST_NOW_MS, 3, 0, true)).await;
+                let request = DescribeProducersRequest {
+                    topics: vec![DescribeProducersTopicRequest {
+                        name: "t".into(),
+                        partition_indexes: vec![0],
+                    }],
+                    ..Default::default()
+                };
+                let response = handle(&shard, request).await;
+                let partition = &response.topics[0].partitions[0];
+                assert_eq!(partition.error_code, 0);
+                let mut producers: Vec<(i64, i32, i64, i32)> = partition
+                    .active_producers
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.producer_id,
+                            p.coordinator_epoch,
+                            p.current_txn_start_offset,
+                            p.last_sequence,
+                        )
+                    })
+                    .collect();
+                producers.sort();
+                assert_eq!(producers, vec![(1, 7, -1, 0), (3, -1, 2, 1)]);
+            })
+        });
+    }
 
     #[test]
     fn invalid_topic_messages_are_kafkas() {

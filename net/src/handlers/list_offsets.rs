@@ -24,6 +24,9 @@ use crate::protocol::messages::list_offsets::{
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
+#[cfg(test)]
+mod tests;
+
 /// Kafka's special timestamps.
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;

@@ -19,6 +19,9 @@ use crate::protocol::messages::offset_fetch::{
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 
+#[cfg(test)]
+mod tests;
+
 /// One group's request: its id, the member asking (v9+), the topics (`None` = all) and
 /// whether only stable offsets may be answered (v7+).
 struct GroupQuery {
