@@ -168,7 +168,6 @@ mod tests {
                         name: "t".into(),
                         partition_indexes: vec![0],
                     }],
-                    ..Default::default()
                 };
                 let response = handle(&shard, request).await;
                 let partition = &response.topics[0].partitions[0];

@@ -199,7 +199,6 @@ fn unknown_isolation_level(request: ListOffsetsRequest) -> ListOffsetsResponse {
                     timestamp: -1,
                     offset: -1,
                     leader_epoch: -1,
-                    ..Default::default()
                 })
                 .collect(),
         })
