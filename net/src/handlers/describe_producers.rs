@@ -1,6 +1,8 @@
-//! DescribeProducers (key 61): the idempotent producers each partition remembers (id, epoch,
-//! last sequence, last batch's timestamp), read on the partition's owner shard. kaas serves no
-//! transactions, so `coordinator_epoch` and `current_txn_start_offset` are always -1.
+//! DescribeProducers (key 61): the producers each partition remembers (id, epoch, last
+//! sequence, last batch's timestamp, the epoch of the coordinator that wrote its last
+//! transaction marker and the first offset of its open transaction), read on the
+//! partition's owner shard. As Kafka's `ProducerStateEntry`: `coordinator_epoch` is -1 before
+//! the producer's first marker, `current_txn_start_offset` -1 when no transaction is open.
 //!
 //! Errors as Apache Kafka 4.4 answers them: an invalid topic name gets INVALID_TOPIC_EXCEPTION
 //! with Kafka's message, an unknown topic UNKNOWN_TOPIC_OR_PARTITION with its default message,
@@ -102,8 +104,8 @@ async fn producers_on_owner(shard: Rc<Shard>, items: Vec<Owned<()>>) -> Vec<(Pos
                         producer_epoch: i32::from(producer.epoch()),
                         last_sequence: last.map_or(-1, |batch| batch.last_seq),
                         last_timestamp: last.map_or(-1, |batch| batch.max_timestamp),
-                        coordinator_epoch: -1,
-                        current_txn_start_offset: -1,
+                        coordinator_epoch: producer.coordinator_epoch(),
+                        current_txn_start_offset: producer.open_transaction().unwrap_or(-1),
                     }
                 })
                 .collect()),
@@ -130,7 +132,63 @@ fn invalid_topic_message(name: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use kaas_cluster::ids::TopicName;
+    use kaas_engine::batch::txn_marker::TxnResult;
+
     use super::*;
+    use crate::model::cluster_view::TopicInfo;
+    use crate::model::topic_config::{TopicConfig, TopicDefaults};
+    use crate::protocol::messages::describe_producers::DescribeProducersTopicRequest;
+    use crate::protocol::Uuid;
+    use crate::shard::test_support::{
+        append_batch, end_transaction, open_log, producer_batch, run, shard_zero, standalone_view,
+        TEST_NOW_MS,
+    };
+
+    #[test]
+    fn producers_show_their_open_transaction_and_coordinator_epoch() {
+        run(|root| {
+            Box::pin(async move {
+                let topic = TopicInfo::of(
+                    TopicName::new("t").expect("legal"),
+                    Uuid([7; 16]),
+                    1,
+                    TopicConfig::default(),
+                    &TopicDefaults::default(),
+                );
+                let shard = shard_zero(&root, standalone_view(1, &[topic]));
+                let log = open_log(&shard, &root, "t", 0).await;
+                // Producer 1's transaction at 0 aborted at 1 by a coordinator at epoch 7;
+                // producer 3's open since 2.
+                append_batch(&log, &producer_batch(1, TEST_NOW_MS, 1, 0, true)).await;
+                end_transaction(&log, 1, TxnResult::Abort, 7).await;
+                append_batch(&log, &producer_batch(2, TEST_NOW_MS, 3, 0, true)).await;
+                let request = DescribeProducersRequest {
+                    topics: vec![DescribeProducersTopicRequest {
+                        name: "t".into(),
+                        partition_indexes: vec![0],
+                    }],
+                };
+                let response = handle(&shard, request).await;
+                let partition = &response.topics[0].partitions[0];
+                assert_eq!(partition.error_code, 0);
+                let mut producers: Vec<(i64, i32, i64, i32)> = partition
+                    .active_producers
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.producer_id,
+                            p.coordinator_epoch,
+                            p.current_txn_start_offset,
+                            p.last_sequence,
+                        )
+                    })
+                    .collect();
+                producers.sort();
+                assert_eq!(producers, vec![(1, 7, -1, 0), (3, -1, 2, 1)]);
+            })
+        });
+    }
 
     #[test]
     fn invalid_topic_messages_are_kafkas() {

@@ -11,9 +11,19 @@
 //! and the first shard whose read completes `min_bytes` ends every shard's wait
 //! ([`long_poll`]). Fetch sessions are not kept: every
 //! response carries session id 0, which tells clients to send full requests.
+//!
+//! Transactions ([`isolation`], [`log_read`]): a READ_COMMITTED fetch (`isolation_level` 1)
+//! reads only below the partition's last stable offset, lists the aborted transactions among
+//! the batches it returns, and long-polls for the last stable offset to move (a commit or
+//! abort marker made durable), not for appends. Both levels report the last stable offset;
+//! READ_UNCOMMITTED sends a null aborted-transactions list, as Kafka does.
 
+pub(crate) mod isolation;
+mod log_read;
 mod long_poll;
 mod response_budget;
+#[cfg(test)]
+mod tests;
 
 use std::rc::Rc;
 use std::sync::Arc;
@@ -21,16 +31,18 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::future::{join_all, select, select_all, Either, FutureExt};
-use kaas_engine::{FetchedRecords, LogOffsets, PartitionLog};
+use kaas_engine::{AbortedTransaction, LogOffsets, PartitionLog};
 
 use crate::groups::offsets_topic;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::handlers::{error_code, partition_error_code};
 use crate::protocol::messages::fetch::{
-    FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData,
+    self as wire, FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData,
 };
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
+use isolation::Isolation;
+use log_read::LogRead;
 use long_poll::LongPoll;
 use response_budget::ResponseBudget;
 
@@ -42,8 +54,12 @@ struct Input {
 struct Output {
     error: ErrorCode,
     high_watermark: i64,
+    last_stable_offset: i64,
     log_start_offset: i64,
     chunks: Vec<Bytes>,
+    /// READ_COMMITTED: the aborted transactions among `chunks`; `None` (Kafka's null) for
+    /// READ_UNCOMMITTED and for a partition that failed.
+    aborted: Option<Vec<AbortedTransaction>>,
 }
 
 /// One partition's read and what it holds of the response budget.
@@ -60,6 +76,14 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
             ..Default::default()
         };
     }
+    // Kafka reads the level only when there is a partition to read.
+    let isolation = match Isolation::from_wire(request.isolation_level) {
+        Some(isolation) => isolation,
+        None if request.topics.iter().all(|t| t.partitions.is_empty()) => {
+            Isolation::ReadUncommitted
+        }
+        None => return unknown_isolation_level(request, version),
+    };
     let view = shard.view.load();
     let mut responses: Vec<FetchableTopicResponse> = Vec::new();
     let mut requests = PartitionRequests::new(view.clone(), shard.router.shards());
@@ -81,6 +105,7 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
                 high_watermark: -1,
                 last_stable_offset: -1,
                 log_start_offset: -1,
+                aborted_transactions: None,
                 records: Some(Bytes::new()),
                 ..Default::default()
             };
@@ -127,7 +152,7 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
     ));
     let outputs = requests
         .run(shard, move |owner, items| {
-            fetch_on_owner(owner, items, poll.clone())
+            fetch_on_owner(owner, items, poll.clone(), isolation)
         })
         .await;
 
@@ -137,14 +162,16 @@ pub async fn handle(shard: &Rc<Shard>, request: FetchRequest, version: i16) -> F
         let output = output.unwrap_or_else(failure);
         data.error_code = output.error.code();
         data.high_watermark = output.high_watermark;
-        data.last_stable_offset = output.high_watermark;
+        data.last_stable_offset = output.last_stable_offset;
         data.log_start_offset = output.log_start_offset;
         let len = chunks_len(&output.chunks);
         if len > 0 && (response_bytes == 0 || response_bytes + len <= max_bytes) {
             response_bytes += len;
             data.records = Some(join_chunks(output.chunks));
+            data.aborted_transactions = output.aborted.map(to_wire);
         } else {
             data.records = Some(Bytes::new());
+            data.aborted_transactions = output.aborted.map(|_| Vec::new());
         }
     }
     FetchResponse {
@@ -162,6 +189,7 @@ async fn fetch_on_owner(
     shard: Rc<Shard>,
     items: Vec<Owned<Input>>,
     poll: Arc<LongPoll>,
+    isolation: Isolation,
 ) -> Vec<(Position, Output)> {
     // What this shard's current reads count towards the fetch, and hold of its budget.
     let mut counted = 0usize;
@@ -172,7 +200,7 @@ async fn fetch_on_owner(
         let reads = join_all(
             items
                 .iter()
-                .map(|item| read_one(&shard, item, &poll.budget)),
+                .map(|item| read_one(&shard, item, &poll.budget, isolation)),
         )
         .await;
         charged = reads.iter().map(|read| read.charged).sum();
@@ -190,7 +218,9 @@ async fn fetch_on_owner(
             poll.finish();
         }
         let past_deadline = Instant::now() >= poll.deadline;
-        if poll.is_finished() || past_deadline || !wait_for_any(&shard, &items, &reads, &poll).await
+        if poll.is_finished()
+            || past_deadline
+            || !wait_for_any(&shard, &items, &reads, &poll, isolation).await
         {
             poll.leave(shard.index);
             return items
@@ -202,10 +232,22 @@ async fn fetch_on_owner(
     }
 }
 
-/// Reads one partition (its log, or a `__consumer_offsets` partition), drawing on `budget`.
-async fn read_one(shard: &Rc<Shard>, item: &Owned<Input>, budget: &ResponseBudget) -> Read {
+/// Reads one partition (its log, or a `__consumer_offsets` partition) at `isolation`,
+/// drawing on `budget`.
+async fn read_one(
+    shard: &Rc<Shard>,
+    item: &Owned<Input>,
+    budget: &ResponseBudget,
+    isolation: Isolation,
+) -> Read {
     if item.partition.is_offsets_topic() {
-        return read_offsets_topic(shard, item.partition.id.partition, &item.input, budget);
+        let mut read = read_offsets_topic(shard, item.partition.id.partition, &item.input, budget);
+        // No transactions are read from there: stable up to its end.
+        read.output.last_stable_offset = read.output.high_watermark;
+        if read.output.error == ErrorCode::None && isolation.is_committed() {
+            read.output.aborted = Some(Vec::new());
+        }
+        return read;
     }
     let log = match item.partition.log(shard).await {
         Err(error) => {
@@ -232,21 +274,26 @@ async fn read_one(shard: &Rc<Shard>, item: &Owned<Input>, budget: &ResponseBudge
             item.input.max_bytes,
             &offsets,
             budget,
+            isolation,
         )
         .await
     };
     let output = match read {
-        Ok(fetched) => Output {
+        Ok(read) => Output {
             error: ErrorCode::None,
-            high_watermark: fetched.high_watermark as i64,
-            log_start_offset: fetched.log_start_offset as i64,
-            chunks: fetched.chunks,
+            high_watermark: read.records.high_watermark as i64,
+            last_stable_offset: read.last_stable_offset as i64,
+            log_start_offset: read.records.log_start_offset as i64,
+            chunks: read.records.chunks,
+            aborted: read.aborted,
         },
         Err(error) => Output {
             error: error_code(&error),
             high_watermark: offsets.high_watermark as i64,
+            last_stable_offset: log.last_stable_offset().min(offsets.high_watermark) as i64,
             log_start_offset: offsets.log_start_offset as i64,
             chunks: Vec::new(),
+            aborted: None,
         },
     };
     Read { output, charged }
@@ -283,8 +330,10 @@ fn read_offsets_topic(
                 output: Output {
                     error: ErrorCode::None,
                     high_watermark: read.high_watermark,
+                    last_stable_offset: read.high_watermark,
                     log_start_offset: read.log_start_offset,
                     chunks: read.batches,
+                    aborted: None,
                 },
                 charged: share.bytes - unused,
             }
@@ -295,8 +344,10 @@ fn read_offsets_topic(
                 output: Output {
                     error,
                     high_watermark: topic.high_watermark(partition).unwrap_or(-1),
+                    last_stable_offset: topic.high_watermark(partition).unwrap_or(-1),
                     log_start_offset: 0,
                     chunks: Vec::new(),
+                    aborted: None,
                 },
                 charged: 0,
             }
@@ -304,10 +355,10 @@ fn read_offsets_topic(
     }
 }
 
-/// Reads up to `partition_max` bytes from `offset`, first taking them from the response's
-/// `budget`, and gives back what the read did not use; returns the read and what it still
-/// holds of the budget. A partition the spent budget leaves no room for is not read (empty
-/// records, no error).
+/// Reads up to `partition_max` bytes from `offset` at `isolation`, first taking them from
+/// the response's `budget`, and gives back what the read did not use; returns the read and
+/// what it still holds of the budget. A partition the spent budget leaves no room for is not
+/// read (empty records, no error).
 async fn read_within_budget(
     shard: &Shard,
     log: &PartitionLog,
@@ -315,27 +366,23 @@ async fn read_within_budget(
     partition_max: usize,
     offsets: &LogOffsets,
     budget: &ResponseBudget,
-) -> (kaas_engine::Result<FetchedRecords>, usize) {
-    // Nothing to read at or past the high watermark: no budget taken (the read still checks
-    // the offset).
-    let wanted = if offset >= offsets.high_watermark {
+    isolation: Isolation,
+) -> (kaas_engine::Result<LogRead>, usize) {
+    // Nothing to read at or past the high watermark (READ_COMMITTED: the last stable
+    // offset): no budget taken (the read still checks the offset).
+    let wanted = if offset >= log_read::read_bound(log, offsets.high_watermark, isolation) {
         0
     } else {
         partition_max
     };
     let share = budget.reserve(wanted);
     if share.bytes == 0 && wanted > 0 {
-        let nothing = FetchedRecords {
-            chunks: Vec::new(),
-            high_watermark: offsets.high_watermark,
-            log_start_offset: offsets.log_start_offset,
-        };
-        return (Ok(nothing), 0);
+        return (Ok(LogRead::nothing(log, isolation)), 0);
     }
-    let mut read = log.read(offset, share.bytes.max(1)).await;
+    let mut read = log_read::read_log(log, offset, share.bytes.max(1), isolation).await;
     let used = read
         .as_ref()
-        .map_or(0, |fetched| chunks_len(&fetched.chunks));
+        .map_or(0, |read| chunks_len(&read.records.chunks));
     shard.metrics.fetch_read(used);
     if used <= share.bytes {
         budget.give_back(share.bytes - used);
@@ -347,8 +394,8 @@ async fn read_within_budget(
     if taken < extra && share.bytes < wanted && !share.first {
         // The budget cut this share short and the batch does not fit: the partition is left
         // for the next fetch.
-        if let Ok(fetched) = read.as_mut() {
-            fetched.chunks.clear();
+        if let Ok(read) = read.as_mut() {
+            read.clear();
         }
         budget.give_back(share.bytes + taken);
         return (read, 0);
@@ -364,12 +411,19 @@ async fn wait_for_any(
     items: &[Owned<Input>],
     reads: &[Read],
     poll: &LongPoll,
+    isolation: Isolation,
 ) -> bool {
     let mut waits = Vec::with_capacity(items.len());
     for (item, read) in items.iter().zip(reads) {
         // Wait for data beyond what this read saw, or a fetch that wants more than is
         // available would spin; data that arrived since the read ends the wait at once.
-        let seen = read.output.high_watermark.max(item.input.offset).max(0);
+        // READ_COMMITTED sees only what is below the last stable offset: an append to an
+        // open transaction gives it nothing to read, a durable marker may.
+        let visible_end = match isolation {
+            Isolation::ReadUncommitted => read.output.high_watermark,
+            Isolation::ReadCommitted => read.output.last_stable_offset,
+        };
+        let seen = visible_end.max(item.input.offset).max(0);
         let id = &item.partition.id;
         if item.partition.is_offsets_topic() {
             let shard = shard.clone();
@@ -382,7 +436,17 @@ async fn wait_for_any(
                 .boxed_local(),
             );
         } else if let Some(log) = shard.logs.get(id) {
-            waits.push(async move { log.wait_for_data_beyond(seen as u64).await }.boxed_local());
+            waits.push(
+                async move {
+                    match isolation {
+                        Isolation::ReadUncommitted => log.wait_for_data_beyond(seen as u64).await,
+                        Isolation::ReadCommitted => {
+                            log.wait_for_stable_data_beyond(seen as u64).await
+                        }
+                    }
+                }
+                .boxed_local(),
+            );
         }
     }
     let data = async move {
@@ -407,9 +471,61 @@ fn failure(error: ErrorCode) -> Output {
     Output {
         error,
         high_watermark: -1,
+        last_stable_offset: -1,
         log_start_offset: -1,
         chunks: Vec::new(),
+        aborted: None,
     }
+}
+
+/// Kafka's answer to an `isolation_level` it does not know (`FetchRequest.getErrorResponse`
+/// of the IllegalArgumentException `IsolationLevel.forId` throws): UNKNOWN_SERVER_ERROR at
+/// the top, and before v13 on every partition asked for as well.
+fn unknown_isolation_level(request: FetchRequest, version: i16) -> FetchResponse {
+    let error = ErrorCode::UnknownServerError;
+    let responses = if version >= 13 {
+        Vec::new()
+    } else {
+        request
+            .topics
+            .into_iter()
+            .map(|topic| FetchableTopicResponse {
+                topic: topic.topic,
+                topic_id: topic.topic_id,
+                partitions: topic
+                    .partitions
+                    .into_iter()
+                    .map(|partition| PartitionData {
+                        partition_index: partition.partition,
+                        error_code: error.code(),
+                        high_watermark: -1,
+                        last_stable_offset: -1,
+                        log_start_offset: -1,
+                        aborted_transactions: None,
+                        records: Some(Bytes::new()),
+                        ..Default::default()
+                    })
+                    .collect(),
+            })
+            .collect()
+    };
+    FetchResponse {
+        error_code: error.code(),
+        session_id: request.session_id,
+        responses,
+        ..Default::default()
+    }
+}
+
+/// The engine's aborted transactions as the response lists them.
+fn to_wire(aborted: Vec<AbortedTransaction>) -> Vec<wire::AbortedTransaction> {
+    aborted
+        .into_iter()
+        .map(|aborted| wire::AbortedTransaction {
+            producer_id: aborted.producer_id,
+            first_offset: aborted.first_offset as i64,
+        })
+        .collect()
 }
 
 fn chunks_len(chunks: &[Bytes]) -> usize {

@@ -81,3 +81,98 @@ pub(crate) fn run(
         .join()
         .expect("join");
 }
+
+/// Opens partition `partition` of `topic` on `shard` (on `root`) by command, at the
+/// standalone leader epoch, and returns its log. The first call on an executor prepares it for direct reads
+/// (`kaas_engine::dma_probe`), as the broker does at start-up.
+pub(crate) async fn open_log(
+    shard: &Rc<Shard>,
+    root: &Path,
+    topic: &str,
+    partition: i32,
+) -> kaas_engine::PartitionLog {
+    thread_local!(static PREPARED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+    if !PREPARED.with(std::cell::Cell::get) {
+        kaas_engine::dma_probe::prepare_executor(root)
+            .await
+            .expect("direct reads prepared");
+        PREPARED.with(|prepared| prepared.set(true));
+    }
+    let name = kaas_cluster::ids::TopicName::new(topic).expect("legal");
+    shard
+        .run_command(kaas_cluster::command::ShardCommand::OpenPartition {
+            partition: kaas_cluster::ids::TopicPartition::new(name, partition),
+            leader_epoch: kaas_cluster::ids::LeaderEpoch(
+                crate::model::cluster_view::STANDALONE_LEADER_EPOCH,
+            ),
+        })
+        .await
+        .expect("opened");
+    shard
+        .logs
+        .get(&kaas_engine::PartitionId::new(topic, partition))
+        .expect("open")
+}
+
+/// A batch of `records` one-byte records stamped `timestamp`, from producer `producer_id`
+/// (epoch 0, first sequence `sequence`; -1 for none), transactional when `transactional`.
+pub(crate) fn producer_batch(
+    records: usize,
+    timestamp: i64,
+    producer_id: i64,
+    sequence: i32,
+    transactional: bool,
+) -> Vec<u8> {
+    use kaas_engine::batch;
+    let pairs: Vec<batch::TestRecord<'_>> = (0..records).map(|_| (None, Some(&b"v"[..]))).collect();
+    let epoch = if producer_id < 0 { -1 } else { 0 };
+    let mut bytes = batch::encode_batch_for_tests(&pairs, timestamp, producer_id, epoch, sequence);
+    if transactional {
+        let position = batch::ATTRIBUTES_POS;
+        let attributes =
+            i16::from_be_bytes([bytes[position], bytes[position + 1]]) | batch::TRANSACTIONAL_MASK;
+        bytes[position..position + 2].copy_from_slice(&attributes.to_be_bytes());
+        let crc = batch::compute_crc(&bytes);
+        bytes[batch::CRC_POS..batch::CRC_POS + 4].copy_from_slice(&crc.to_be_bytes());
+    }
+    bytes
+}
+
+/// The clock the test helpers write with; [`producer_batch`] timestamps near it are valid.
+pub(crate) const TEST_NOW_MS: i64 = 1_700_000_000_000;
+
+/// Appends `batch` to `log` at the standalone leader epoch; returns its first offset.
+pub(crate) async fn append_batch(log: &kaas_engine::PartitionLog, batch: &[u8]) -> u64 {
+    log.append(
+        batch,
+        crate::model::cluster_view::STANDALONE_LEADER_EPOCH,
+        TEST_NOW_MS,
+    )
+    .await
+    .expect("appended")
+    .base_offset
+}
+
+/// Ends producer `producer_id`'s transaction (epoch 0) with a marker from a coordinator at
+/// `coordinator_epoch`; returns the marker's offset.
+pub(crate) async fn end_transaction(
+    log: &kaas_engine::PartitionLog,
+    producer_id: i64,
+    result: kaas_engine::batch::txn_marker::TxnResult,
+    coordinator_epoch: i32,
+) -> u64 {
+    let marker = kaas_engine::TxnMarker {
+        producer_id,
+        producer_epoch: 0,
+        coordinator_epoch,
+        result,
+        epoch_check: kaas_engine::producer_state::MarkerEpochCheck::AtLeastCurrent,
+    };
+    log.append_txn_marker(
+        marker,
+        crate::model::cluster_view::STANDALONE_LEADER_EPOCH,
+        TEST_NOW_MS,
+    )
+    .await
+    .expect("marker written")
+}
