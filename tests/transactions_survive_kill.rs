@@ -4,7 +4,8 @@
 //! Checked, with Transactions V1 (AddPartitionsToTxn v3, Produce v11, EndTxn v4): a
 //! committed transaction's COMMIT marker and an open transaction survive the kill; after the
 //! restart the coordinator still knows the open transaction (DescribeTransactions: Ongoing,
-//! its partitions); a new producer with the same transactional id fences the old one, whose
+//! its partitions) and each partition's last stable offset is that transaction's first
+//! offset; a new producer with the same transactional id fences the old one, whose
 //! open transaction is aborted (an ABORT marker in each of its partitions) and whose later
 //! calls are refused. With Transactions V2 (Produce v12, EndTxn v5): a first produce adds its
 //! partition without AddPartitionsToTxn, every end bumps the epoch, and a produce at the old
@@ -17,7 +18,7 @@ use support::transactions::{
     add_partitions, describe, end, find_coordinator, init, produce, transactional_batch,
     wait_for_state,
 };
-use support::{fetch_batches, Kaas};
+use support::{fetch_at, fetch_batches, Kaas};
 
 const TOPIC: &str = "payments";
 /// PRODUCER_FENCED and INVALID_PRODUCER_EPOCH: what a fenced producer hears.
@@ -77,6 +78,12 @@ fn transactions_survive_kill_and_a_new_producer_aborts_the_open_one() {
         let batches = fetch_batches(&mut client, TOPIC, partition);
         assert_eq!(batches.len(), 3, "data, COMMIT, open data in {partition}");
         assert_eq!(control_batches(&batches), 1);
+        // The last stable offset is recovered: the open transaction's first offset.
+        let open_at = batches[2].base_offset;
+        assert_eq!(
+            fetch_at(&mut client, TOPIC, partition, 0).last_stable_offset,
+            open_at
+        );
     }
 
     // A new instance of the producer: the open transaction is aborted, the old one fenced.
@@ -90,6 +97,11 @@ fn transactions_survive_kill_and_a_new_producer_aborts_the_open_one() {
             control_batches(&batches),
             2,
             "COMMIT and ABORT in {partition}"
+        );
+        let fetched = fetch_at(&mut client, TOPIC, partition, 0);
+        assert_eq!(
+            fetched.last_stable_offset, fetched.high_watermark,
+            "all settled"
         );
     }
     let state = describe(&mut client, "pay-1");
