@@ -1,9 +1,9 @@
 //! Kafka's own frameworks from Maven Central, unchanged, run against a real `kaas` process:
 //! Kafka Connect in distributed mode with the FileStream connectors (a file → a topic → a file,
 //! byte for byte), MirrorMaker 2 copying a topic between two kaas brokers (every record, in
-//! order, with keys, headers and timestamps), a Kafka Streams word count (at_least_once) whose
-//! changelogged state store gives exact counts, also after a restore from the changelog alone,
-//! and a compacted topic the Java consumer reads back as exactly the latest value per key.
+//! order, with keys, headers and timestamps), a Kafka Streams word count (at_least_once, and
+//! exactly_once_v2: transactions, read back read_committed) whose changelogged state store
+//! gives exact counts, also after a restore from the changelog alone, and a compacted topic the Java consumer reads back as exactly the latest value per key.
 //!
 //! The runners are in `tests/frameworks/` (built by `tests/clients/prepare.sh`, which
 //! `scripts/test.sh` runs); each checks its own results and exits non-zero on a difference.
@@ -126,6 +126,25 @@ fn kafka_streams_word_count_is_exact_and_restores_from_its_changelog() {
             &kaas.kafka.to_string(),
             "--work",
             &work.path().display().to_string(),
+        ],
+    );
+}
+
+#[test]
+fn kafka_streams_exactly_once_v2_word_count_is_exact_and_restores_from_its_changelog() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let data = tempfile::tempdir().expect("tempdir");
+    let work = tempfile::tempdir().expect("tempdir");
+    let kaas = Kaas::start(Some(data.path()), BROKER_SETTINGS);
+    run_runner(
+        "StreamsWordCount",
+        &[
+            "--bootstrap",
+            &kaas.kafka.to_string(),
+            "--work",
+            &work.path().display().to_string(),
+            "--guarantee",
+            "exactly_once_v2",
         ],
     );
 }

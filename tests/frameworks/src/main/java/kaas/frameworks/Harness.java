@@ -88,7 +88,14 @@ final class Harness {
   /** Every record of `topic` from the beginning to the end offsets seen at the start. */
   static List<ConsumerRecord<byte[], byte[]>> readAll(String bootstrap, String topic, Duration timeout)
       throws InterruptedException {
+    return readAll(bootstrap, topic, timeout, "read_uncommitted");
+  }
+
+  /** Every record of the topic up to its end offsets, read at {@code isolation}. */
+  static List<ConsumerRecord<byte[], byte[]>> readAll(String bootstrap, String topic, Duration timeout,
+      String isolation) throws InterruptedException {
     Properties p = new Properties();
+    p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
     p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());

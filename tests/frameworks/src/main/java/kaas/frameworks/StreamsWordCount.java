@@ -28,23 +28,31 @@ import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 
 /**
- * A Kafka Streams word count (at_least_once) with a changelogged state store: lines go in,
+ * A Kafka Streams word count with a changelogged state store: lines go in,
  * the counts come out, and the latest count of every word must be exact. Streams creates its
  * repartition topic (delete) and the store's changelog (compact) itself. Then the application
  * is stopped, its local state wiped, and started again: it restores the store from the
  * changelog, counts a second batch of lines, and the totals must again be exact.
  *
- * <p>Arguments: --bootstrap host:port --work DIR
+ * <p>With {@code --guarantee exactly_once_v2} the application runs in transactions (one
+ * transactional producer per thread, offsets committed with the output, Transactions V2) and
+ * every topic is read back {@code read_committed}.
+ *
+ * <p>Arguments: --bootstrap host:port --work DIR [--guarantee at_least_once|exactly_once_v2]
  */
 public final class StreamsWordCount {
   private static final String[] WORDS = {
     "kafka", "streams", "state", "store", "changelog", "compact", "count", "word", "ünïcode", "x"
   };
 
+  /** The processing guarantee of this run. */
+  private static String guarantee = StreamsConfig.AT_LEAST_ONCE;
+
   public static void main(String[] argv) throws Exception {
     Map<String, String> args = Harness.args(argv);
     String bootstrap = Harness.required(args, "bootstrap");
     Path work = Path.of(Harness.required(args, "work"));
+    guarantee = args.getOrDefault("guarantee", StreamsConfig.AT_LEAST_ONCE);
     String run = UUID.randomUUID().toString().substring(0, 8);
     String app = "wordcount-" + run;
     String input = app + "-lines";
@@ -71,7 +79,7 @@ public final class StreamsWordCount {
     // A fresh state directory: the store can only come back from the changelog.
     produceLines(bootstrap, input, 400, 300, expected);
     runUntilCounted(bootstrap, work.resolve("state-2"), app, input, output, expected);
-    Harness.log("PASS streams-word-count");
+    Harness.log("PASS streams-word-count (" + guarantee + ")");
   }
 
   private static Topology topology(String input, String output) {
@@ -91,7 +99,7 @@ public final class StreamsWordCount {
     Properties p = new Properties();
     p.put(StreamsConfig.APPLICATION_ID_CONFIG, app);
     p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+    p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
     p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
     p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, "200");
     p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "1");
@@ -150,6 +158,11 @@ public final class StreamsWordCount {
     Harness.log("produced " + count + " lines to " + topic);
   }
 
+  /** How this run reads topics back: committed data only when it runs in transactions. */
+  private static String isolation() {
+    return StreamsConfig.AT_LEAST_ONCE.equals(guarantee) ? "read_uncommitted" : "read_committed";
+  }
+
   /** The latest value of every key in the topic (String keys, Long values). */
   private static Map<String, Long> latestPerKey(String bootstrap, String topic)
       throws InterruptedException {
@@ -157,7 +170,7 @@ public final class StreamsWordCount {
     StringDeserializer keys = new StringDeserializer();
     LongDeserializer values = new LongDeserializer();
     List<ConsumerRecord<byte[], byte[]>> records =
-        Harness.readAll(bootstrap, topic, Duration.ofSeconds(30));
+        Harness.readAll(bootstrap, topic, Duration.ofSeconds(30), isolation());
     for (ConsumerRecord<byte[], byte[]> record : records) {
       latest.put(keys.deserialize(topic, record.key()), values.deserialize(topic, record.value()));
     }
