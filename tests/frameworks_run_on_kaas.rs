@@ -1,6 +1,6 @@
 //! Kafka's own frameworks from Maven Central, unchanged, run against a real `kaas` process:
 //! Kafka Connect in distributed mode with the FileStream connectors (a file → a topic → a file,
-//! byte for byte), MirrorMaker 2 copying a topic between two kaas brokers (every record, in
+//! byte for byte; also with KIP-618 exactly-once source support, in transactions), MirrorMaker 2 copying a topic between two kaas brokers (every record, in
 //! order, with keys, headers and timestamps), a Kafka Streams word count (at_least_once, and
 //! exactly_once_v2: transactions, read back read_committed) whose changelogged state store
 //! gives exact counts, also after a restore from the changelog alone, and a compacted topic the Java consumer reads back as exactly the latest value per key.
@@ -78,21 +78,28 @@ fn run_runner(runner: &str, args: &[&str]) {
     }
 }
 
-#[test]
-fn kafka_connect_copies_a_file_through_a_topic_byte_for_byte() {
+/// Runs `runner` against a fresh broker with `--bootstrap` and a fresh `--work` directory, plus
+/// `extra` arguments.
+fn run_on_a_fresh_broker(runner: &str, extra: &[&str]) {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let data = tempfile::tempdir().expect("tempdir");
     let work = tempfile::tempdir().expect("tempdir");
     let kaas = Kaas::start(Some(data.path()), BROKER_SETTINGS);
-    run_runner(
-        "ConnectFileRoundTrip",
-        &[
-            "--bootstrap",
-            &kaas.kafka.to_string(),
-            "--work",
-            &work.path().display().to_string(),
-        ],
-    );
+    let bootstrap = kaas.kafka.to_string();
+    let work_dir = work.path().display().to_string();
+    let mut args = vec!["--bootstrap", &bootstrap, "--work", &work_dir];
+    args.extend_from_slice(extra);
+    run_runner(runner, &args);
+}
+
+#[test]
+fn kafka_connect_copies_a_file_through_a_topic_byte_for_byte() {
+    run_on_a_fresh_broker("ConnectFileRoundTrip", &[]);
+}
+
+#[test]
+fn kafka_connect_exactly_once_source_copies_a_file_through_a_topic_byte_for_byte() {
+    run_on_a_fresh_broker("ConnectFileRoundTrip", &["--exactly-once", "true"]);
 }
 
 #[test]
@@ -115,38 +122,12 @@ fn mirror_maker_2_copies_every_record_between_two_brokers() {
 
 #[test]
 fn kafka_streams_word_count_is_exact_and_restores_from_its_changelog() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let data = tempfile::tempdir().expect("tempdir");
-    let work = tempfile::tempdir().expect("tempdir");
-    let kaas = Kaas::start(Some(data.path()), BROKER_SETTINGS);
-    run_runner(
-        "StreamsWordCount",
-        &[
-            "--bootstrap",
-            &kaas.kafka.to_string(),
-            "--work",
-            &work.path().display().to_string(),
-        ],
-    );
+    run_on_a_fresh_broker("StreamsWordCount", &[]);
 }
 
 #[test]
 fn kafka_streams_exactly_once_v2_word_count_is_exact_and_restores_from_its_changelog() {
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let data = tempfile::tempdir().expect("tempdir");
-    let work = tempfile::tempdir().expect("tempdir");
-    let kaas = Kaas::start(Some(data.path()), BROKER_SETTINGS);
-    run_runner(
-        "StreamsWordCount",
-        &[
-            "--bootstrap",
-            &kaas.kafka.to_string(),
-            "--work",
-            &work.path().display().to_string(),
-            "--guarantee",
-            "exactly_once_v2",
-        ],
-    );
+    run_on_a_fresh_broker("StreamsWordCount", &["--guarantee", "exactly_once_v2"]);
 }
 
 /// Sums `name{...}` samples of a Prometheus text page.

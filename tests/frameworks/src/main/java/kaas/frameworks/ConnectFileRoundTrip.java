@@ -24,7 +24,11 @@ import org.apache.kafka.connect.runtime.Connect;
  * file goes through a source connector into a topic and back out through a sink connector,
  * and the two files must be equal byte for byte.
  *
- * <p>Arguments: --bootstrap host:port --work DIR
+ * <p>With {@code --exactly-once true} the workers run KIP-618's exactly-once source support:
+ * the leader writes the config topic in transactions and the source task writes its records
+ * and offsets in transactions; the sink reads {@code read_committed}.
+ *
+ * <p>Arguments: --bootstrap host:port --work DIR [--exactly-once true]
  */
 public final class ConnectFileRoundTrip {
   private static final int LINES = 3000;
@@ -33,6 +37,7 @@ public final class ConnectFileRoundTrip {
     Map<String, String> args = Harness.args(argv);
     String bootstrap = Harness.required(args, "bootstrap");
     Path work = Path.of(Harness.required(args, "work"));
+    boolean exactlyOnce = Boolean.parseBoolean(args.getOrDefault("exactly-once", "false"));
     Files.createDirectories(work);
     String run = UUID.randomUUID().toString().substring(0, 8);
     String topic = "connect-lines-" + run;
@@ -65,6 +70,10 @@ public final class ConnectFileRoundTrip {
     worker.put("offset.flush.interval.ms", "1000");
     // Every plugin on the class path has a ServiceLoader manifest: no slow class-path scan.
     worker.put("plugin.discovery", "service_load");
+    if (exactlyOnce) {
+      worker.put("exactly.once.source.support", "enabled");
+      worker.put("consumer.isolation.level", "read_committed");
+    }
 
     Harness.log("starting Connect (distributed), REST on " + restPort);
     Connect<?> connect = new ConnectDistributed().startConnect(worker);
@@ -107,7 +116,7 @@ public final class ConnectFileRoundTrip {
       connect.stop();
       connect.awaitStop();
     }
-    Harness.log("PASS connect-file-round-trip");
+    Harness.log("PASS connect-file-round-trip" + (exactlyOnce ? " (exactly-once source)" : ""));
   }
 
   /** Lines of varied length and characters (multi-byte UTF-8, tabs, quotes), no empty ones. */
