@@ -7,20 +7,36 @@
 //! Errors as Apache Kafka 4.4 answers them: an invalid topic name gets INVALID_TOPIC_EXCEPTION
 //! with Kafka's message, an unknown topic UNKNOWN_TOPIC_OR_PARTITION with its default message,
 //! an unknown partition of a known topic UNKNOWN_TOPIC_OR_PARTITION without a message, and a
-//! partition its owner shard cannot serve (closed, being moved) NOT_LEADER_OR_FOLLOWER.
+//! partition its owner shard cannot serve (closed, being moved) NOT_LEADER_OR_FOLLOWER. A
+//! `__consumer_offsets` partition this broker serves has no producers (`kafka-transactions.sh
+//! find-hanging` asks for every partition a broker hosts).
 
 use std::rc::Rc;
 
 use kaas_cluster::ids::{TopicName, TopicNameError, MAX_TOPIC_NAME_LEN};
 
+use crate::groups::offsets_topic;
 use crate::handlers::partition_error_code;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
+use crate::model::cluster_view::{ClusterView, Leadership};
 use crate::protocol::messages::describe_producers::{
     DescribeProducersPartitionResponse, DescribeProducersRequest, DescribeProducersResponse,
     DescribeProducersTopicResponse, ProducerState,
 };
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
+
+/// The code for a `__consumer_offsets` partition, which has no producers here: its records
+/// are the group stores' (transactional offset commits are pending in the groups, not open
+/// transactions of a log). NONE where this broker serves it, as Kafka answers a partition
+/// without producers.
+fn offsets_partition_code(view: &ClusterView, partition: i32) -> ErrorCode {
+    match offsets_topic::leadership(view, partition) {
+        Leadership::Here { .. } => ErrorCode::None,
+        Leadership::Elsewhere => ErrorCode::NotLeaderOrFollower,
+        Leadership::Unknown => ErrorCode::UnknownTopicOrPartition,
+    }
+}
 
 /// Kafka's default message for UNKNOWN_TOPIC_OR_PARTITION.
 const UNKNOWN_TOPIC_MESSAGE: &str = "This server does not host this topic-partition.";
@@ -53,6 +69,11 @@ pub async fn handle(
                 topic: topics.len(),
                 partition: partitions.len(),
             };
+            if offsets_topic::is_offsets_topic(&requested.name) {
+                result.error_code = offsets_partition_code(&view, partition).code();
+                partitions.push(result);
+                continue;
+            }
             match (&topic_error, info) {
                 (Some((code, message)), _) => {
                     result.error_code = code.code();
@@ -186,6 +207,29 @@ mod tests {
                     .collect();
                 producers.sort();
                 assert_eq!(producers, vec![(1, 7, -1, 0), (3, -1, 2, 1)]);
+            })
+        });
+    }
+
+    #[test]
+    fn a_served_consumer_offsets_partition_has_no_producers() {
+        run(|root| {
+            Box::pin(async move {
+                let shard = shard_zero(&root, standalone_view(1, &[]));
+                let request = DescribeProducersRequest {
+                    topics: vec![DescribeProducersTopicRequest {
+                        name: offsets_topic::NAME.into(),
+                        partition_indexes: vec![0, 49, 50],
+                    }],
+                };
+                let response = handle(&shard, request).await;
+                let answers: Vec<(i16, usize)> = response.topics[0]
+                    .partitions
+                    .iter()
+                    .map(|p| (p.error_code, p.active_producers.len()))
+                    .collect();
+                let unknown = ErrorCode::UnknownTopicOrPartition.code();
+                assert_eq!(answers, vec![(0, 0), (0, 0), (unknown, 0)]);
             })
         });
     }
