@@ -1253,6 +1253,20 @@ def overrides(admin, topic):
             if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
 
 
+def wait_overrides(admin, topic, want, what):
+    """Kafka's broker serves DescribeConfigs from its metadata cache, which can trail an accepted
+    AlterConfigs for a moment (KRaft): waits up to 15 s for the overrides to be `want`."""
+    last = [None]
+
+    def ok():
+        last[0] = overrides(admin, topic)
+        return last[0] == want
+    try:
+        wait_until(what, 15, ok, 0.1)
+    except Failure:
+        raise Failure(f"{what}: expected {want!r} but got {last[0]!r}") from None
+
+
 def legacy_alter_configs(ctx):
     """AlterConfigs replaces a topic's overrides whole (configs not named go back to their
     defaults), validate_only changes nothing, an invalid value or unknown name is INVALID_CONFIG
@@ -1273,8 +1287,8 @@ def legacy_alter_configs(ctx):
     wait_until("topic configs to be visible", 15, created)
 
     result(legacy_alter(admin, "TOPIC", topic, {"segment.ms": "50000", "cleanup.policy": "compact"}), "alter_configs")
-    check_eq({"segment.ms": "50000", "cleanup.policy": "compact"}, overrides(admin, topic),
-             "overrides after alter_configs (retention.ms not named, so reset)")
+    wait_overrides(admin, topic, {"segment.ms": "50000", "cleanup.policy": "compact"},
+                   "overrides after alter_configs (retention.ms not named, so reset)")
 
     result(legacy_alter(admin, "TOPIC", topic, {"retention.ms": "7"}, validate_only=True), "alter_configs validate_only")
     check_eq({"segment.ms": "50000", "cleanup.policy": "compact"}, overrides(admin, topic),
@@ -1298,7 +1312,7 @@ def legacy_alter_configs(ctx):
     check_eq("Cannot update these configs dynamically: [num.partitions]", err.str(), "message")
 
     result(legacy_alter(admin, "TOPIC", topic, {}), "alter_configs with no configs")
-    check_eq({}, overrides(admin, topic), "overrides after alter_configs with no configs")
+    wait_overrides(admin, topic, {}, "overrides after alter_configs with no configs")
     for f in admin.delete_topics([topic], request_timeout=OP_TIMEOUT).values():
         result(f, "delete_topics")
 
