@@ -79,6 +79,7 @@ offsets.topic.num.partitions=1
 transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 transaction.state.log.num.partitions=1
+transaction.abort.timed.out.transaction.cleanup.interval.ms=1000
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0

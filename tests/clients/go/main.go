@@ -42,6 +42,8 @@ var scenarios = []scenario{
 	{"group-kip848", groupKIP848},
 	{"group-admin", groupAdmin},
 	{"group-errors", groupErrors},
+	{"txn-commit-abort", txnCommitAbort},
+	{"txn-group-session", txnGroupSession},
 }
 
 // phases are scenarios that only run when named (never with "all"): the two halves of a test

@@ -35,7 +35,14 @@ func (c *Ctx) Rnd(salt string) *rand.Rand {
 // Client builds a franz-go client for the broker with the given extra options. The caller
 // closes it.
 func (c *Ctx) Client(opts ...kgo.Opt) *kgo.Client {
-	base := []kgo.Opt{
+	cl, err := kgo.NewClient(append(c.baseOpts(), opts...)...)
+	must(err, "creating client")
+	return cl
+}
+
+// baseOpts are the options every client of the scenarios starts from.
+func (c *Ctx) baseOpts() []kgo.Opt {
+	return []kgo.Opt{
 		kgo.SeedBrokers(c.Bootstrap),
 		kgo.ClientID("kaas-go"),
 		kgo.DialTimeout(10 * time.Second),
@@ -46,9 +53,6 @@ func (c *Ctx) Client(opts ...kgo.Opt) *kgo.Client {
 		// scenarios produce records stamped up to an hour in the past. Retries bound it instead.
 		kgo.RecordRetries(50),
 	}
-	cl, err := kgo.NewClient(append(base, opts...)...)
-	must(err, "creating client")
-	return cl
 }
 
 // Admin builds a kadm client over a fresh kgo client; close both with the returned func.

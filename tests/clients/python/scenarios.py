@@ -24,7 +24,7 @@ import uuid
 import warnings
 
 import confluent_kafka
-from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, KafkaError,
+from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer, IsolationLevel, KafkaError,
                              KafkaException, Producer, TopicCollection, TopicPartition)
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    ConfigSource, NewPartitions, NewTopic, OffsetSpec)
@@ -1253,6 +1253,20 @@ def overrides(admin, topic):
             if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
 
 
+def wait_overrides(admin, topic, want, what):
+    """Kafka's broker serves DescribeConfigs from its metadata cache, which can trail an accepted
+    AlterConfigs for a moment (KRaft): waits up to 15 s for the overrides to be `want`."""
+    last = [None]
+
+    def ok():
+        last[0] = overrides(admin, topic)
+        return last[0] == want
+    try:
+        wait_until(what, 15, ok, 0.1)
+    except Failure:
+        raise Failure(f"{what}: expected {want!r} but got {last[0]!r}") from None
+
+
 def legacy_alter_configs(ctx):
     """AlterConfigs replaces a topic's overrides whole (configs not named go back to their
     defaults), validate_only changes nothing, an invalid value or unknown name is INVALID_CONFIG
@@ -1273,8 +1287,8 @@ def legacy_alter_configs(ctx):
     wait_until("topic configs to be visible", 15, created)
 
     result(legacy_alter(admin, "TOPIC", topic, {"segment.ms": "50000", "cleanup.policy": "compact"}), "alter_configs")
-    check_eq({"segment.ms": "50000", "cleanup.policy": "compact"}, overrides(admin, topic),
-             "overrides after alter_configs (retention.ms not named, so reset)")
+    wait_overrides(admin, topic, {"segment.ms": "50000", "cleanup.policy": "compact"},
+                   "overrides after alter_configs (retention.ms not named, so reset)")
 
     result(legacy_alter(admin, "TOPIC", topic, {"retention.ms": "7"}, validate_only=True), "alter_configs validate_only")
     check_eq({"segment.ms": "50000", "cleanup.policy": "compact"}, overrides(admin, topic),
@@ -1298,7 +1312,7 @@ def legacy_alter_configs(ctx):
     check_eq("Cannot update these configs dynamically: [num.partitions]", err.str(), "message")
 
     result(legacy_alter(admin, "TOPIC", topic, {}), "alter_configs with no configs")
-    check_eq({}, overrides(admin, topic), "overrides after alter_configs with no configs")
+    wait_overrides(admin, topic, {}, "overrides after alter_configs with no configs")
     for f in admin.delete_topics([topic], request_timeout=OP_TIMEOUT).values():
         result(f, "delete_topics")
 
@@ -1458,6 +1472,321 @@ def group_kip848_regex_internal(ctx):
         c.close()
 
 
+# ---- transactions (librdkafka: Transactions V1, AddPartitionsToTxn + EndTxn) --------------------
+
+def unique_txn_id(name):
+    return f"py-txn-{name}-{uuid.uuid4().hex[:10]}"
+
+
+def txn_producer(ctx, txn_id, **overrides):
+    return ctx.producer(**{"transactional.id": txn_id, "client.id": "kaas-py-txn-producer",
+                           "linger.ms": 5, **overrides})
+
+
+def latest_offsets(admin, topic, partitions, level):
+    fs = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)},
+                            isolation_level=level, request_timeout=OP_TIMEOUT)
+    return {tp.partition: result(f, f"list_offsets latest {level}").offset for tp, f in fs.items()}
+
+
+def wait_stable(admin, topic, partitions):
+    """Waits until read_committed end offsets equal the high watermarks (all markers written)."""
+    last = [None, None]
+
+    def stable():
+        last[0] = latest_offsets(admin, topic, partitions, IsolationLevel.READ_COMMITTED)
+        last[1] = latest_offsets(admin, topic, partitions, IsolationLevel.READ_UNCOMMITTED)
+        return last[0] == last[1]
+    try:
+        wait_until(f"read_committed end offsets of {topic} to reach the high watermarks", OP_TIMEOUT, stable, 0.1)
+    except Failure as f:
+        raise Failure(f"{f} (read_committed {last[0]}, read_uncommitted {last[1]})") from None
+    return last[1]
+
+
+def consumer_highs(ctx, topic, partitions, level):
+    c = ctx.consumer(**{"isolation.level": level})
+    try:
+        return {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=OP_TIMEOUT, cached=False)[1]
+                for p in range(partitions)}
+    finally:
+        c.close()
+
+
+def verify_at(what, sent, consumed):
+    """Transactional partitions have gaps (one offset per marker): per partition in send order,
+    each record at the offset its delivery report gave, identical key/value/headers/timestamp."""
+    expected = {}
+    for s in sent:
+        expected.setdefault(s.partition, []).append(s)
+    got = {}
+    for m in consumed:
+        got.setdefault(m.partition(), []).append(m)
+    check(set(got) <= set(expected), "%s: records consumed from partitions %s, expected only %s",
+          what, sorted(got), sorted(expected))
+    for p, exp in expected.items():
+        act = got.get(p, [])
+        check(len(exp) == len(act), "%s: partition %d: expected %d records, consumed %d (offsets %s)",
+              what, p, len(exp), len(act), [m.offset() for m in act])
+        for i, (s, m) in enumerate(zip(exp, act)):
+            where = f"{what} partition {p} #{i}"
+            r = s.rec
+            check(m.offset() == s.offset, "%s: consumed at %d, delivery report said %d", where, m.offset(), s.offset)
+            check(m.key() == r["key"], "%s: key %s, expected %s", where, short(m.key()), short(r["key"]))
+            check(m.value() == r["value"], "%s: value %s, expected %s", where, short(m.value()), short(r["value"]))
+            want_ts = r["timestamp"] if r["timestamp"] is not None else s.timestamp[1]
+            check(m.timestamp() == (TIMESTAMP_CREATE_TIME, want_ts), "%s: timestamp %s, expected CreateTime %d",
+                  where, m.timestamp(), want_ts)
+            check((m.headers() or []) == r["headers"], "%s: headers %s, expected %s", where, m.headers(), r["headers"])
+            le = m.leader_epoch()
+            check(le is not None and le >= 0, "%s: record batch carries no partition leader epoch (%s)", where, le)
+
+
+def txn_records(rnd, topic, n, tag):
+    """Random records for one transaction, the first three forced onto partitions 0, 1 and 2."""
+    recs = generate(rnd, topic, 3, n)
+    for i, r in enumerate(recs):
+        if i < 3:
+            r["partition"] = i
+        r["headers"] = r["headers"] + [("txn", tag.encode())]
+    return recs
+
+
+def txn_commit_abort(ctx):
+    """A committed transaction over three partitions, an aborted one and another committed one
+    (random keys, values, headers): read_committed sees exactly the committed records at the
+    offsets the delivery reports gave, read_uncommitted all of them; while the third transaction
+    is open list_offsets latest under read_committed is that transaction's first offset on each
+    partition; afterwards both isolation levels report the same end offsets, the records plus one
+    marker per transaction and partition."""
+    rnd = ctx.rnd("txn-commit-abort")
+    n = max(30, min(ctx.records // 10, 200))
+    admin = ctx.admin()
+    topic = unique_topic("txn-commit-abort")
+    create_topic(ctx, admin, topic, 3)
+    p = txn_producer(ctx, unique_txn_id("commit-abort"))
+    p.init_transactions(OP_TIMEOUT)
+
+    p.begin_transaction()
+    first = produce(p, txn_records(rnd, topic, n, "first"), "first transaction")
+    p.commit_transaction(OP_TIMEOUT)
+
+    p.begin_transaction()
+    aborted = produce(p, txn_records(rnd, topic, n // 2, "aborted"), "aborted transaction")
+    p.abort_transaction(OP_TIMEOUT)
+
+    before = wait_stable(admin, topic, 3)
+    p.begin_transaction()
+    third = produce(p, txn_records(rnd, topic, n, "third"), "third transaction")
+    first_offsets, last_offsets = {}, {}
+    for s in third:
+        first_offsets[s.partition] = min(first_offsets.get(s.partition, s.offset), s.offset)
+        last_offsets[s.partition] = max(last_offsets.get(s.partition, 0), s.offset + 1)
+    check_eq(before, first_offsets, "first offsets of the open transaction (= end offsets before it)")
+    check_eq(first_offsets, latest_offsets(admin, topic, 3, IsolationLevel.READ_COMMITTED),
+             "list_offsets latest read_committed while a transaction is open")
+    check_eq(last_offsets, latest_offsets(admin, topic, 3, IsolationLevel.READ_UNCOMMITTED),
+             "list_offsets latest read_uncommitted while a transaction is open")
+    p.commit_transaction(OP_TIMEOUT)
+
+    ends = wait_stable(admin, topic, 3)
+    everything = first + aborted + third
+    want = {part: 3 for part in range(3)}  # one marker per transaction and partition
+    for s in everything:
+        want[s.partition] += 1
+    check_eq(want, ends, "end offsets (records + one marker per transaction)")
+    check_eq(ends, consumer_highs(ctx, topic, 3, "read_committed"), "read_committed consumer high watermarks")
+    check_eq(ends, consumer_highs(ctx, topic, 3, "read_uncommitted"), "read_uncommitted consumer high watermarks")
+    committed = first + third
+    verify_at("read_committed", committed,
+              consume_all(ctx, topic, 3, len(committed), settle=1.0, **{"isolation.level": "read_committed",
+                                                                          "fetch.max.bytes": 8 << 20}))
+    verify_at("read_uncommitted", everything,
+              consume_all(ctx, topic, 3, len(everything), settle=1.0, **{"isolation.level": "read_uncommitted",
+                                                                           "fetch.max.bytes": 8 << 20}))
+    result(admin.delete_topics([topic], operation_timeout=OP_TIMEOUT)[topic], f"delete_topics {topic}")
+
+
+CTP_PER_PARTITION = 10
+
+
+def produce_input(ctx, topic, rnd_round):
+    p = ctx.producer()
+    recs = [{"topic": topic, "key": f"k{i}".encode(), "value": f"in-{part}-{rnd_round * CTP_PER_PARTITION + i}".encode(),
+             "headers": [], "timestamp": None, "partition": part}
+            for part in range(3) for i in range(CTP_PER_PARTITION)]
+    produce(p, recs, f"input round {rnd_round}")
+
+
+def poll_n(c, want, what):
+    out = []
+    deadline = time.monotonic() + 60
+    while len(out) < want and time.monotonic() < deadline:
+        for m in c.consume(num_messages=100, timeout=0.2):
+            check(m.error() is None, "%s: consume error %s", what, m.error())
+            out.append(m)
+    check(len(out) == want, "%s: polled %d records, expected %d", what, len(out), want)
+    return out
+
+
+def transform(p, records, out_topic):
+    """Writes the transformed records into the open transaction; returns the offsets to commit."""
+    nxt = {}
+    for m in records:
+        p.produce(out_topic, key=m.key(), value=b"out:" + m.value(), partition=m.partition(),
+                  headers=[("src-offset", str(m.offset()).encode())])
+        nxt[m.partition()] = max(nxt.get(m.partition(), 0), m.offset() + 1)
+    check(p.flush(OP_TIMEOUT) == 0, "transformed records still undelivered after %ss", OP_TIMEOUT)
+    return nxt
+
+
+def values_by_partition(records):
+    out = {}
+    for m in records:
+        out.setdefault(m.partition(), []).append(m.value())
+    return out
+
+
+def wait_group_offsets(admin, group, topic, want, what):
+    last = [None]
+
+    def ok():
+        last[0] = group_committed(admin, group, topic)
+        return last[0] == want
+    try:
+        wait_until(what, OP_TIMEOUT, ok, 0.2)
+    except Failure as f:
+        raise Failure(f"{f} (committed {last[0]}, expected {want})") from None
+
+
+def txn_send_offsets(ctx):
+    """Consume-transform-produce: a classic group member (read_committed) reads an input topic and
+    writes transformed records in a transaction with send_offsets_to_transaction(positions,
+    consumer_group_metadata()). A committed round makes those offsets the group's; an aborted
+    round leaves them and its output is invisible to read_committed; the member seeks back to the
+    committed offsets and commits the same input again. In the end read_committed output holds
+    every input record exactly once, in order, and the group's offsets are the input's end."""
+    admin = ctx.admin()
+    src = unique_topic("txn-ctp-in")
+    dst = unique_topic("txn-ctp-out")
+    group = unique_group("txn-ctp")
+    create_topic(ctx, admin, src, 3)
+    create_topic(ctx, admin, dst, 3)
+    produce_input(ctx, src, 0)
+    per_round = 3 * CTP_PER_PARTITION
+    c = Consumer(member_config(ctx.bootstrap, group, **{"isolation.level": "read_committed"}))
+    p = txn_producer(ctx, unique_txn_id("ctp"))
+    try:
+        p.init_transactions(OP_TIMEOUT)
+        c.subscribe([src])
+
+        def run_round(records, commit):
+            p.begin_transaction()
+            nxt = transform(p, records, dst)
+            p.send_offsets_to_transaction([TopicPartition(src, part, off) for part, off in nxt.items()],
+                                          c.consumer_group_metadata(), OP_TIMEOUT)
+            if commit:
+                p.commit_transaction(OP_TIMEOUT)
+            else:
+                p.abort_transaction(OP_TIMEOUT)
+            return nxt
+
+        sent1 = run_round(poll_n(c, per_round, "round 1 input"), True)
+        check_eq({0: 10, 1: 10, 2: 10}, sent1, "offsets sent in round 1")
+        wait_group_offsets(admin, group, src, sent1, "the group's offsets after the committed round 1")
+
+        produce_input(ctx, src, 1)
+        r2 = poll_n(c, per_round, "round 2 input")
+        run_round(r2, False)
+        wait_stable(admin, dst, 3)
+        time.sleep(0.5)
+        check_eq(sent1, group_committed(admin, group, src), "the group's offsets after the aborted round 2")
+        got = c.committed([TopicPartition(src, part) for part in range(3)], timeout=OP_TIMEOUT)
+        check_eq(sent1, {tp.partition: tp.offset for tp in got}, "consumer.committed() after the aborted round 2")
+        check_eq(per_round, len(consume_all(ctx, dst, 3, per_round, settle=1.0, **{"isolation.level": "read_committed"})),
+                 "read_committed output after the aborted round")
+
+        for tp in got:
+            c.seek(tp)
+        r3 = poll_n(c, per_round, "round 3 input (after seeking back)")
+        check_eq(values_by_partition(r2), values_by_partition(r3), "input re-read after the abort")
+        sent3 = run_round(r3, True)
+        check_eq({0: 20, 1: 20, 2: 20}, sent3, "offsets sent in round 3")
+        wait_group_offsets(admin, group, src, sent3, "the group's offsets after the committed round 3")
+    finally:
+        c.close()
+    wait_stable(admin, dst, 3)
+    visible = values_by_partition(consume_all(ctx, dst, 3, 2 * per_round, settle=1.0,
+                                              **{"isolation.level": "read_committed"}))
+    want = {part: [f"out:in-{part}-{i}".encode() for i in range(2 * CTP_PER_PARTITION)] for part in range(3)}
+    check_eq(want, visible, "read_committed output (every input record exactly once, in order)")
+    check_eq(3 * per_round, len(consume_all(ctx, dst, 3, 3 * per_round, settle=1.0,
+                                            **{"isolation.level": "read_uncommitted"})),
+             "read_uncommitted output (the aborted round included)")
+    for t, f in admin.delete_topics([src, dst], operation_timeout=OP_TIMEOUT).items():
+        result(f, f"delete_topics {t}")
+
+
+def simple_records(topic, tag, n):
+    return [{"topic": topic, "key": f"k{i}".encode(), "value": f"{tag}-{i}".encode(), "headers": [],
+             "timestamp": None, "partition": 0} for i in range(n)]
+
+
+FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+def txn_fencing(ctx):
+    """A second producer with the same transactional.id calls init_transactions while the first
+    one's transaction is open: the open transaction is aborted and the first producer is fenced
+    (the produce after the fence and the commit fail with a fatal fencing error), the second
+    producer's transaction commits; read_committed sees only the second producer's records and
+    nothing the first sent after the fence was appended."""
+    admin = ctx.admin()
+    topic = unique_topic("txn-fencing")
+    create_topic(ctx, admin, topic, 1)
+    txn_id = unique_txn_id("fencing")
+    p1 = txn_producer(ctx, txn_id)
+    p1.init_transactions(OP_TIMEOUT)
+    p1.begin_transaction()
+    first = produce(p1, simple_records(topic, "first", 5), "first producer")
+
+    p2 = txn_producer(ctx, txn_id)
+    p2.init_transactions(OP_TIMEOUT)
+
+    # Without an error_cb confluent-kafka raises librdkafka's fatal error from flush().
+    flush_err = None
+    try:
+        p1.produce(topic, value=b"fenced", partition=0)
+        p1.flush(OP_TIMEOUT)
+    except KafkaException as e:
+        flush_err = e.args[0]
+    check(flush_err is not None, "the fenced producer's flush raised no error")
+    check(flush_err.fatal() and flush_err.code() in FENCED, "the fenced producer's flush raised %s, "
+          "not a fatal fencing error", flush_err)
+    commit_err = None
+    try:
+        p1.commit_transaction(OP_TIMEOUT)
+    except KafkaException as e:
+        commit_err = e.args[0]
+    check(commit_err is not None, "the fenced producer's commit succeeded")
+    check(commit_err.code() in FENCED, "the fenced producer's commit failed with %s, not a fencing error", commit_err)
+    check(commit_err.fatal(), "the fenced producer's commit error is not fatal: %s", commit_err)
+    print(f"txn-fencing: after the fence: flush {flush_err}; commit {commit_err}", file=sys.stderr)
+    p1.purge()
+
+    p2.begin_transaction()
+    second = produce(p2, simple_records(topic, "second", 5), "second producer")
+    p2.commit_transaction(OP_TIMEOUT)
+
+    ends = wait_stable(admin, topic, 1)
+    check_eq({0: 12}, ends, "end offset (5 aborted + marker + 5 committed + marker)")
+    verify_at("read_committed", second,
+              consume_all(ctx, topic, 1, 5, settle=1.0, **{"isolation.level": "read_committed"}))
+    verify_at("read_uncommitted", first + second,
+              consume_all(ctx, topic, 1, 10, settle=1.0, **{"isolation.level": "read_uncommitted"}))
+    result(admin.delete_topics([topic], operation_timeout=OP_TIMEOUT)[topic], f"delete_topics {topic}")
+
+
 SCENARIOS = {
     "produce-consume": produce_consume,
     "fetch-limits": fetch_limits,
@@ -1474,6 +1803,9 @@ SCENARIOS = {
     "group-kip848-churn": group_kip848_churn,
     "group-kip848-regex-internal": group_kip848_regex_internal,
     "compression-type": compression_type,
+    "txn-commit-abort": txn_commit_abort,
+    "txn-send-offsets": txn_send_offsets,
+    "txn-fencing": txn_fencing,
 }
 
 

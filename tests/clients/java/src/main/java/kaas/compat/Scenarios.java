@@ -61,6 +61,11 @@ public final class Scenarios {
         SCENARIOS.put("offsets-topic", OffsetsTopic::offsetsTopic);
         SCENARIOS.put("record-rules", RecordRules::recordRules);
         SCENARIOS.put("cluster-moves", ClusterMoves::clusterMoves);
+        SCENARIOS.put("txn-commit-abort", Transactions::commitAbort);
+        SCENARIOS.put("txn-consume-transform-produce", Transactions::consumeTransformProduce);
+        SCENARIOS.put("txn-fencing", Transactions::fencing);
+        SCENARIOS.put("txn-timeout", Transactions::timeout);
+        SCENARIOS.put("txn-admin", Transactions::adminApis);
     }
 
     public static void main(String[] args) {
