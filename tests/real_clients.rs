@@ -14,8 +14,8 @@ use std::sync::Mutex;
 
 use support::Kaas;
 
-/// The group settings the suites assume (tests/clients/README.md), as Apache Kafka runs
-/// with them in `tests/kafka/start-kafka.sh`.
+/// The group and transaction settings the suites assume (tests/clients/README.md), as Apache
+/// Kafka runs with them in `tests/kafka/start-kafka.sh`.
 const GROUP_SETTINGS: &[&str] = &[
     "--shards",
     "2",
@@ -28,6 +28,9 @@ const GROUP_SETTINGS: &[&str] = &[
     "--group-consumer-session-timeout-ms",
     "10000",
     "--group-consumer-heartbeat-interval-ms",
+    "1000",
+    // Timed-out transactions are looked for every second, as tests/kafka runs Kafka.
+    "--transaction-abort-timed-out-transaction-cleanup-interval-ms",
     "1000",
 ];
 
