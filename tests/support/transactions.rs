@@ -18,9 +18,10 @@ use kaas_net::protocol::Response;
 
 use super::{produce_request, WireClient};
 
-/// Kafka's codes a coordinator answers while it cannot serve yet, and NOT_ENOUGH_REPLICAS,
-/// which a partition leader answers for them (retried here).
-const RETRIABLE: [i16; 5] = [14, 15, 16, 19, 51];
+/// Kafka's codes a coordinator answers while it cannot serve yet, NOT_ENOUGH_REPLICAS, which a
+/// partition leader answers for them, and NOT_LEADER_OR_FOLLOWER of a topic just created
+/// (retried here).
+const RETRIABLE: [i16; 6] = [6, 14, 15, 16, 19, 51];
 const RETRY_BOUND: Duration = Duration::from_secs(30);
 
 /// An uncompressed batch of `values` from `producer_id` at `epoch`, sequences from

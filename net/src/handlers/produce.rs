@@ -23,7 +23,7 @@ use kaas_engine::{EngineError, PartitionId};
 
 use crate::groups::offsets_topic;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
-use crate::handlers::transaction_verification::{self, TransactionalWrite};
+use crate::handlers::transaction_verification::{self, SupportedOperation, TransactionalWrite};
 use crate::handlers::{error_code, now_ms, partition_error_code};
 use crate::model::cluster_view::ClusterView;
 use crate::protocol::messages::produce::{
@@ -221,7 +221,7 @@ async fn verify_transactional_batches(
         transactional_id: transactional_id.to_string(),
         producer_id,
         producer_epoch,
-        adds_partitions: version >= 12,
+        operation: SupportedOperation::for_produce(version),
     };
     transaction_verification::check(shard, &write, partitions)
         .await

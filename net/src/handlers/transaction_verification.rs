@@ -8,11 +8,12 @@
 //! - **Transactions V2** (Produce v12+, TxnOffsetCommit v5+): the producer adds nothing; the
 //!   leader adds the partitions to the transaction itself.
 //!
-//! The codes a write gets, as Kafka's `ReplicaManager` translates the coordinator's:
-//! INVALID_TXN_STATE (not in the transaction), INVALID_PRODUCER_EPOCH (for PRODUCER_FENCED,
-//! which producers expect at this point), and NOT_ENOUGH_REPLICAS for a coordinator that is
-//! moving, loading or busy (a retriable code every client retries without refreshing its
-//! metadata).
+//! The codes a write gets, as Kafka's `AddPartitionsToTxnManager` and `ReplicaManager`
+//! translate the coordinator's: TRANSACTION_ABORTABLE (not in the open transaction; to clients
+//! too old to know it, Produce up to v10 and TxnOffsetCommit up to v3, INVALID_TXN_STATE),
+//! INVALID_PRODUCER_EPOCH (for PRODUCER_FENCED, which producers expect at this point), and
+//! NOT_ENOUGH_REPLICAS for a coordinator that is moving, loading or busy (a retriable code
+//! every client retries without refreshing its metadata).
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
@@ -24,6 +25,41 @@ use crate::transactions::coordinator::{AddPartitionsRequest, VerifyPartitionsReq
 use crate::transactions::metadata::TopicPartition;
 use crate::transactions::state::TransactionVersion;
 
+/// What the request's version lets the check do and answer (Kafka's
+/// `TransactionSupportedOperation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SupportedOperation {
+    /// Verify only; the client does not know TRANSACTION_ABORTABLE, which becomes
+    /// INVALID_TXN_STATE (Produce up to v10, TxnOffsetCommit up to v3).
+    DefaultError,
+    /// Verify only; TRANSACTION_ABORTABLE is answered as it is (Produce v11, TxnOffsetCommit
+    /// v4).
+    GenericErrorSupported,
+    /// Add the partitions to the transaction (Transactions V2: Produce v12+, TxnOffsetCommit
+    /// v5+).
+    AddPartition,
+}
+
+impl SupportedOperation {
+    /// Kafka's `produceRequestVersionToTransactionSupportedOperation`.
+    pub fn for_produce(version: i16) -> Self {
+        match version {
+            12.. => SupportedOperation::AddPartition,
+            11 => SupportedOperation::GenericErrorSupported,
+            _ => SupportedOperation::DefaultError,
+        }
+    }
+
+    /// Kafka's `txnOffsetCommitRequestVersionToTransactionSupportedOperation`.
+    pub fn for_txn_offset_commit(version: i16) -> Self {
+        match version {
+            5.. => SupportedOperation::AddPartition,
+            4 => SupportedOperation::GenericErrorSupported,
+            _ => SupportedOperation::DefaultError,
+        }
+    }
+}
+
 /// A transactional write to check.
 #[derive(Debug, Clone)]
 pub struct TransactionalWrite {
@@ -33,8 +69,8 @@ pub struct TransactionalWrite {
     pub producer_id: i64,
     /// Its producer epoch.
     pub producer_epoch: i16,
-    /// Whether the producer speaks Transactions V2 (the leader adds the partitions).
-    pub adds_partitions: bool,
+    /// What the request's version allows.
+    pub operation: SupportedOperation,
 }
 
 /// The partitions of `partitions` that may not be written, each with the code its write gets
@@ -48,7 +84,7 @@ pub async fn check(
         return Vec::new();
     }
     let id = write.transactional_id.clone();
-    let codes = if write.adds_partitions {
+    let codes = if write.operation == SupportedOperation::AddPartition {
         let add = AddPartitionsRequest {
             transactional_id: id.clone(),
             producer_id: write.producer_id,
@@ -84,14 +120,17 @@ pub async fn check(
     codes
         .into_iter()
         .filter(|(_, code)| *code != ErrorCode::None)
-        .map(|(partition, code)| (partition, write_code(code)))
+        .map(|(partition, code)| (partition, write_code(code, write.operation)))
         .collect()
 }
 
 /// The code a write gets for the coordinator's `code`.
-fn write_code(code: ErrorCode) -> ErrorCode {
+fn write_code(code: ErrorCode, operation: SupportedOperation) -> ErrorCode {
     match code {
         ErrorCode::ProducerFenced => ErrorCode::InvalidProducerEpoch,
+        ErrorCode::TransactionAbortable if operation == SupportedOperation::DefaultError => {
+            ErrorCode::InvalidTxnState
+        }
         ErrorCode::ConcurrentTransactions
         | ErrorCode::NetworkException
         | ErrorCode::CoordinatorLoadInProgress
@@ -105,23 +144,60 @@ fn write_code(code: ErrorCode) -> ErrorCode {
 mod tests {
     use super::*;
 
+    use SupportedOperation::*;
+
     #[test]
     fn coordinator_codes_become_the_codes_producers_retry_or_expect() {
-        assert_eq!(
-            write_code(ErrorCode::ProducerFenced),
-            ErrorCode::InvalidProducerEpoch
-        );
-        for moving in [
-            ErrorCode::ConcurrentTransactions,
-            ErrorCode::CoordinatorLoadInProgress,
-            ErrorCode::CoordinatorNotAvailable,
-            ErrorCode::NotCoordinator,
-        ] {
-            assert_eq!(write_code(moving), ErrorCode::NotEnoughReplicas);
+        for operation in [DefaultError, GenericErrorSupported, AddPartition] {
+            assert_eq!(
+                write_code(ErrorCode::ProducerFenced, operation),
+                ErrorCode::InvalidProducerEpoch
+            );
+            for moving in [
+                ErrorCode::ConcurrentTransactions,
+                ErrorCode::CoordinatorLoadInProgress,
+                ErrorCode::CoordinatorNotAvailable,
+                ErrorCode::NotCoordinator,
+            ] {
+                assert_eq!(write_code(moving, operation), ErrorCode::NotEnoughReplicas);
+            }
         }
+        // Clients older than KIP-890 do not know TRANSACTION_ABORTABLE.
+        let abortable = ErrorCode::TransactionAbortable;
         assert_eq!(
-            write_code(ErrorCode::InvalidTxnState),
+            write_code(abortable, DefaultError),
             ErrorCode::InvalidTxnState
+        );
+        assert_eq!(write_code(abortable, GenericErrorSupported), abortable);
+    }
+
+    #[test]
+    fn request_versions_choose_kafkas_operation() {
+        let produce: Vec<_> = [3, 10, 11, 12, 13]
+            .map(SupportedOperation::for_produce)
+            .into();
+        assert_eq!(
+            produce,
+            [
+                DefaultError,
+                DefaultError,
+                GenericErrorSupported,
+                AddPartition,
+                AddPartition
+            ]
+        );
+        let commit: Vec<_> = [0, 3, 4, 5, 6]
+            .map(SupportedOperation::for_txn_offset_commit)
+            .into();
+        assert_eq!(
+            commit,
+            [
+                DefaultError,
+                DefaultError,
+                GenericErrorSupported,
+                AddPartition,
+                AddPartition
+            ]
         );
     }
 }

@@ -16,7 +16,7 @@ use crate::groups::offsets_topic;
 use crate::groups::txn_offsets::{self, TopicRef, TxnCommitter, TxnOffsetToCommit};
 use crate::handlers::group_hop::on_coordinator;
 use crate::handlers::now_ms;
-use crate::handlers::transaction_verification::{self, TransactionalWrite};
+use crate::handlers::transaction_verification::{self, SupportedOperation, TransactionalWrite};
 use crate::protocol::messages::txn_offset_commit::{
     TxnOffsetCommitRequest, TxnOffsetCommitResponse, TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
@@ -92,7 +92,7 @@ async fn verify(
         transactional_id: request.transactional_id.clone(),
         producer_id: request.producer_id,
         producer_epoch: request.producer_epoch,
-        adds_partitions: version >= 5,
+        operation: SupportedOperation::for_txn_offset_commit(version),
     };
     let partition = TopicPartition::new(
         offsets_topic::NAME,
