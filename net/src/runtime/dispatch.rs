@@ -136,12 +136,14 @@ pub async fn handle(
         Request::ConsumerGroupDescribe(r) => Response::ConsumerGroupDescribe(
             handlers::consumer_group_describe::handle(shard, r).await,
         ),
+        Request::WriteTxnMarkers(r) => {
+            Response::WriteTxnMarkers(handlers::write_txn_markers::handle(shard, r).await)
+        }
         // The codec reads these, the broker does not serve them (not in ApiVersions): the
         // connection refuses them before dispatch ([`is_served`]), so none gets here.
         Request::AddPartitionsToTxn(_)
         | Request::AddOffsetsToTxn(_)
         | Request::EndTxn(_)
-        | Request::WriteTxnMarkers(_)
         | Request::TxnOffsetCommit(_)
         | Request::DescribeTransactions(_)
         | Request::ListTransactions(_) => return None,

@@ -364,6 +364,7 @@ async fn run_shard(start: ShardStart) {
         metrics,
         open_epochs: Default::default(),
         append_turns: Default::default(),
+        peers: crate::peers::PeerClient::for_broker(config.node_id),
     });
     topic_changes::install_on_this_shard(topic_changes);
     shard_zero::install_on_this_shard(producer_ids.map(ShardZero::new));

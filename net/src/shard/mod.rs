@@ -1,10 +1,12 @@
 //! The shard context: an executor pinned to a core that owns a disjoint set of partitions and
 //! serves the connections the kernel hands it ([`Shard`]); the router to other shards, the
 //! commands the cluster core sends ([`shard_commands`]) and the takeover driver that plans
-//! them, producer ids, metrics and the broker's settings.
+//! them, producer ids, metrics and the broker's settings, and the transaction markers a
+//! leader writes and a coordinator sends ([`txn_markers`]).
 
 pub mod append_turns;
 pub mod config;
+pub mod error_codes;
 pub mod fence_reports;
 pub mod metrics;
 pub mod partition_error;
@@ -14,6 +16,7 @@ pub mod router;
 pub mod shard_commands;
 pub mod shard_zero;
 pub mod takeover_driver;
+pub mod txn_markers;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -24,6 +27,7 @@ use kaas_engine::{LogManager, PartitionId, PartitionLog, Storage};
 
 use crate::groups::coordinator::GroupCoordinator;
 use crate::model::cluster_view::{Leadership, ViewHandle};
+use crate::peers::PeerClient;
 use crate::shard::append_turns::AppendTurns;
 use crate::shard::config::BrokerConfig;
 use crate::shard::metrics::ShardMetrics;
@@ -52,6 +56,8 @@ pub struct Shard {
     pub open_epochs: RefCell<HashMap<PartitionId, i32>>,
     /// Appends reach each partition in the order their requests arrived.
     pub append_turns: AppendTurns,
+    /// This shard's connections to the other brokers.
+    pub peers: PeerClient,
 }
 
 impl Shard {

@@ -44,6 +44,7 @@ pub(crate) fn shard_zero(root: &Path, view: ClusterView) -> Rc<Shard> {
         )),
         open_epochs: Default::default(),
         append_turns: Default::default(),
+        peers: crate::peers::PeerClient::for_broker(0),
     })
 }
 

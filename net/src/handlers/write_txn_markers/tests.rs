@@ -1,0 +1,1 @@
+//! WriteTxnMarkers over a real shard.

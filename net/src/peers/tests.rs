@@ -1,0 +1,1 @@
+//! The peer client against scripted servers.

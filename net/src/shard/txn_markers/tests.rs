@@ -1,0 +1,1 @@
+//! Marker decisions, routing and writing.
