@@ -267,4 +267,6 @@ async fn within<T>(
 }
 
 #[cfg(test)]
+pub(crate) mod test_server;
+#[cfg(test)]
 mod tests;
