@@ -25,29 +25,33 @@ pub async fn handle(shard: &Rc<Shard>, request: WriteTxnMarkersRequest) -> Write
     let mut results: Vec<WritableTxnMarkerResult> = Vec::new();
     for marker in &request.markers {
         let entry = from_wire(marker);
-        let written = write_here(shard, &entry).await;
-        let at = match results
-            .iter()
-            .position(|result| result.producer_id == entry.producer_id)
-        {
-            Some(at) => at,
-            None => {
-                results.push(WritableTxnMarkerResult {
-                    producer_id: entry.producer_id,
-                    topics: Vec::new(),
-                });
-                results.len() - 1
-            }
-        };
-        for (partition, code) in written {
-            record(&mut results[at], partition, code);
+        for (partition, code) in write_here(shard, &entry).await {
+            record(&mut results, entry.producer_id, partition, code);
         }
     }
     WriteTxnMarkersResponse { markers: results }
 }
 
-/// Puts `partition`'s code in `result`, replacing an earlier one for it.
-fn record(result: &mut WritableTxnMarkerResult, partition: TopicPartition, code: ErrorCode) {
+/// Puts `partition`'s code under `producer_id`, replacing an earlier one for it. A producer
+/// id gets a result with its first partition (a marker naming none has no result, as in
+/// Kafka).
+fn record(
+    results: &mut Vec<WritableTxnMarkerResult>,
+    producer_id: i64,
+    partition: TopicPartition,
+    code: ErrorCode,
+) {
+    let at = match results.iter().position(|r| r.producer_id == producer_id) {
+        Some(at) => at,
+        None => {
+            results.push(WritableTxnMarkerResult {
+                producer_id,
+                topics: Vec::new(),
+            });
+            results.len() - 1
+        }
+    };
+    let result = &mut results[at];
     let at = match result
         .topics
         .iter()

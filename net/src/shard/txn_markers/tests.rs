@@ -356,3 +356,32 @@ fn a_partition_led_by_another_broker_is_sent_there_and_retried_until_written() {
         assert_eq!(header.client_id.as_deref(), Some("kaas-broker-0"));
     }
 }
+
+#[test]
+fn an_unreachable_leader_is_retried_with_a_growing_backoff_until_the_coordinator_is_replaced() {
+    run(|root| {
+        Box::pin(async move {
+            // Broker 1 listens nowhere: every round's connection is refused.
+            let shard = shard_zero(&root, cluster_view(1));
+            let rounds = Cell::new(0);
+            let still_current = || {
+                rounds.set(rounds.get() + 1);
+                rounds.get() <= 3
+            };
+            let started = Instant::now();
+            let written = write_markers(&shard, markers(vec![tp("t", 1)], 1), still_current).await;
+            assert!(!written);
+            assert_eq!(
+                rounds.get(),
+                4,
+                "three rounds, then the coordinator was replaced"
+            );
+            // Waits of 100 ms, 200 ms and 400 ms between and after the rounds.
+            assert!(
+                started.elapsed() >= FIRST_BACKOFF * 7,
+                "{:?}",
+                started.elapsed()
+            );
+        })
+    });
+}
