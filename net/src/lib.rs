@@ -14,6 +14,8 @@
 //!   record format, as plain data in and out (no I/O).
 //! - [`groups`]: the group coordinator (classic and KIP-848 groups, committed offsets,
 //!   `__consumer_offsets`).
+//! - [`peers`]: the inter-broker client — one shard's cached connections to the other
+//!   brokers, sending typed requests of the codec (uses only [`model`] and [`protocol`]).
 //! - [`model`]: what every floor reads — the cluster view, topic and group configs, fence
 //!   epochs, the `__consumer_offsets` names, topic id text.
 //! - [`protocol`]: the wire codec — message layouts, framing, version gating, error codes.
@@ -21,6 +23,7 @@
 pub mod groups;
 pub mod handlers;
 pub mod model;
+pub mod peers;
 pub mod protocol;
 pub mod runtime;
 pub mod shard;

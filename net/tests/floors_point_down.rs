@@ -12,6 +12,7 @@ const FLOORS: &[&str] = &[
     "shard",
     "transactions",
     "groups",
+    "peers",
     "model",
     "protocol",
 ];

@@ -11,8 +11,8 @@ use crate::transactions::state::TransactionVersion;
 
 /// API keys the broker has handlers for; the codec may know more.
 pub const SERVED_API_KEYS: &[i16] = &[
-    0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30,
-    31, 32, 33, 35, 37, 42, 44, 46, 47, 60, 61, 65, 66, 68, 69,
+    0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+    30, 31, 32, 33, 35, 37, 42, 44, 46, 47, 60, 61, 65, 66, 68, 69,
 ];
 
 /// Whether a request of `api_key` is handled (its version was already gated by the codec).

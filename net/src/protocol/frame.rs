@@ -179,6 +179,22 @@ pub fn decode_response(
     Ok((correlation_id, body))
 }
 
+/// Decodes a response frame (the bytes after the size prefix) whose body is an `R` at
+/// `version` (client side: the inter-broker client, which knows the type it waits for).
+/// Returns the correlation id and the body; the header is v0, or v1 when `version` is
+/// flexible, except for ApiVersions (always v0).
+pub fn decode_response_as<R: ApiMessage>(
+    version: i16,
+    mut frame: Bytes,
+) -> Result<(i32, R), DecodeError> {
+    let correlation_id = read_i32(&mut frame)?;
+    if R::API_KEY != api_versions::API_VERSIONS_KEY && R::is_flexible(version) {
+        skip_tagged_fields(&mut frame)?;
+    }
+    let body = R::decode_body(&mut frame, version)?;
+    Ok((correlation_id, body))
+}
+
 /// The ApiVersions answer to a client that asked for an ApiVersions version newer than served:
 /// a v0 body with UNSUPPORTED_VERSION and the served ranges, under a v0 header, so the client can
 /// retry with a version it finds there.

@@ -24,8 +24,8 @@ use bytes::Bytes;
 pub use error::{DecodeError, FrameError, RequestIds};
 pub use error_code::ErrorCode;
 pub use frame::{
-    api_versions_fallback_response, decode_request, decode_response, encode_request,
-    encode_response, peek_ids, Request, RequestHeader, Response,
+    api_versions_fallback_response, decode_request, decode_response, decode_response_as,
+    encode_request, encode_response, peek_ids, Request, RequestHeader, Response,
 };
 pub use types::{Ctx, Uuid};
 pub use versions::{ApiRange, SUPPORTED_APIS};

@@ -136,6 +136,9 @@ pub async fn handle(
         Request::ConsumerGroupDescribe(r) => Response::ConsumerGroupDescribe(
             handlers::consumer_group_describe::handle(shard, r).await,
         ),
+        Request::WriteTxnMarkers(r) => {
+            Response::WriteTxnMarkers(handlers::write_txn_markers::handle(shard, r).await)
+        }
         // The codec reads these, the broker does not serve them (not in ApiVersions): the
         // connection refuses them before dispatch ([`is_served`]), so none gets here.
         Request::AddPartitionsToTxn(r) => Response::AddPartitionsToTxn(
@@ -154,7 +157,6 @@ pub async fn handle(
         Request::ListTransactions(r) => {
             Response::ListTransactions(handlers::list_transactions::handle(shard, r).await)
         }
-        Request::WriteTxnMarkers(_) => return None,
     };
     Some(response.encode_frame(header.correlation_id, version))
 }

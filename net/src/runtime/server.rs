@@ -366,6 +366,7 @@ async fn run_shard(start: ShardStart) {
         open_epochs: Default::default(),
         append_turns: Default::default(),
         transactions: TransactionCoordinators::new(config.transactions.clone()),
+        peers: crate::peers::PeerClient::for_broker(config.node_id),
     });
     topic_changes::install_on_this_shard(topic_changes);
     shard_zero::install_on_this_shard(producer_ids.map(ShardZero::new));

@@ -1,10 +1,12 @@
 //! The shard context: an executor pinned to a core that owns a disjoint set of partitions and
 //! serves the connections the kernel hands it ([`Shard`]); the router to other shards, the
 //! commands the cluster core sends ([`shard_commands`]) and the takeover driver that plans
-//! them, producer ids, metrics and the broker's settings.
+//! them, producer ids, metrics and the broker's settings, and the transaction markers a
+//! leader writes and a coordinator sends ([`txn_markers`]).
 
 pub mod append_turns;
 pub mod config;
+pub mod error_codes;
 pub mod fence_reports;
 pub mod metrics;
 pub mod partition_error;
@@ -26,6 +28,7 @@ use kaas_engine::{LogManager, PartitionId, PartitionLog, Storage};
 
 use crate::groups::coordinator::GroupCoordinator;
 use crate::model::cluster_view::{Leadership, ViewHandle};
+use crate::peers::PeerClient;
 use crate::shard::append_turns::AppendTurns;
 use crate::shard::config::BrokerConfig;
 use crate::shard::metrics::ShardMetrics;
@@ -57,6 +60,8 @@ pub struct Shard {
     pub append_turns: AppendTurns,
     /// The transaction coordinators of the `__transaction_state` partitions this shard leads.
     pub transactions: TransactionCoordinators,
+    /// This shard's connections to the other brokers.
+    pub peers: PeerClient,
 }
 
 impl Shard {

@@ -45,6 +45,7 @@ pub(crate) fn shard_zero(root: &Path, view: ClusterView) -> Rc<Shard> {
         open_epochs: Default::default(),
         append_turns: Default::default(),
         transactions: Default::default(),
+        peers: crate::peers::PeerClient::for_broker(0),
     })
 }
 
@@ -82,6 +83,34 @@ pub(crate) fn run(
         .expect("join");
 }
 
+/// A topic `name` of `partitions` partitions with default configs.
+pub(crate) fn topic(name: &str, partitions: i32) -> crate::model::cluster_view::TopicInfo {
+    crate::model::cluster_view::TopicInfo::of(
+        kaas_cluster::ids::TopicName::new(name).expect("legal"),
+        crate::protocol::Uuid([name.as_bytes()[0]; 16]),
+        partitions,
+        crate::model::topic_config::TopicConfig::default(),
+        &crate::model::topic_config::TopicDefaults::default(),
+    )
+}
+
+/// Opens partition `partition` of `topic` on `shard` by command at `leader_epoch`.
+pub(crate) async fn open_by_command(
+    shard: &Rc<Shard>,
+    topic: &str,
+    partition: i32,
+    leader_epoch: i32,
+) {
+    let name = kaas_cluster::ids::TopicName::new(topic).expect("legal");
+    shard
+        .run_command(kaas_cluster::command::ShardCommand::OpenPartition {
+            partition: kaas_cluster::ids::TopicPartition::new(name, partition),
+            leader_epoch: kaas_cluster::ids::LeaderEpoch(leader_epoch),
+        })
+        .await
+        .expect("opened");
+}
+
 /// Opens partition `partition` of `topic` on `shard` (on `root`) by command, at the
 /// standalone leader epoch, and returns its log. The first call on an executor prepares it for direct reads
 /// (`kaas_engine::dma_probe`), as the broker does at start-up.
@@ -98,16 +127,13 @@ pub(crate) async fn open_log(
             .expect("direct reads prepared");
         PREPARED.with(|prepared| prepared.set(true));
     }
-    let name = kaas_cluster::ids::TopicName::new(topic).expect("legal");
-    shard
-        .run_command(kaas_cluster::command::ShardCommand::OpenPartition {
-            partition: kaas_cluster::ids::TopicPartition::new(name, partition),
-            leader_epoch: kaas_cluster::ids::LeaderEpoch(
-                crate::model::cluster_view::STANDALONE_LEADER_EPOCH,
-            ),
-        })
-        .await
-        .expect("opened");
+    open_by_command(
+        shard,
+        topic,
+        partition,
+        crate::model::cluster_view::STANDALONE_LEADER_EPOCH,
+    )
+    .await;
     shard
         .logs
         .get(&kaas_engine::PartitionId::new(topic, partition))
@@ -175,4 +201,34 @@ pub(crate) async fn end_transaction(
     )
     .await
     .expect("marker written")
+}
+
+/// A one-record transactional batch of `producer_id` at `producer_epoch`, first sequence
+/// `sequence`, as a transactional producer sends it.
+pub(crate) fn transactional_batch(producer_id: i64, producer_epoch: i16, sequence: i32) -> Vec<u8> {
+    use kaas_engine::batch;
+    let mut bytes = batch::encode_batch_for_tests(
+        &[(None, Some(b"v"))],
+        1_000,
+        producer_id,
+        producer_epoch,
+        sequence,
+    );
+    let attributes = batch::BatchHeader::parse(&bytes)
+        .expect("header")
+        .attributes
+        | batch::TRANSACTIONAL_MASK;
+    bytes[batch::ATTRIBUTES_POS..][..2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = batch::compute_crc(&bytes);
+    bytes[batch::CRC_POS..][..4].copy_from_slice(&crc.to_be_bytes());
+    bytes
+}
+
+/// Appends `batch` to `id`'s log at its open epoch and flushes it.
+pub(crate) async fn append_durably(shard: &Rc<Shard>, id: &kaas_engine::PartitionId, batch: &[u8]) {
+    let log = shard.log(id).expect("served");
+    let epoch = shard.open_epoch(id).expect("open");
+    log.append(batch, epoch, 1_000).await.expect("appended");
+    let end = log.offsets().log_end_offset;
+    log.flush_to(end).await.expect("flushed");
 }

@@ -4,23 +4,11 @@ use std::path::Path;
 
 use kaas_engine::PartitionId;
 
-use super::test_support::{self, run};
+use super::test_support::{self, run, topic};
 use super::*;
 use crate::model::cluster_view::{ClusterView, TopicInfo};
-use crate::model::topic_config::{TopicConfig, TopicDefaults};
-use crate::protocol::Uuid;
 
 const SHARDS: usize = 2;
-
-fn topic(name: &str, partitions: i32) -> TopicInfo {
-    TopicInfo::of(
-        kaas_cluster::ids::TopicName::new(name).expect("legal"),
-        Uuid([name.as_bytes()[0]; 16]),
-        partitions,
-        TopicConfig::default(),
-        &TopicDefaults::default(),
-    )
-}
 
 /// The view of a standalone broker of `SHARDS` shards holding `topics`.
 fn standalone(topics: &[TopicInfo]) -> ClusterView {
@@ -46,16 +34,8 @@ fn owned_and_not(view: &ClusterView, topic: &str, partitions: i32) -> (i32, i32)
 
 /// Opens `id` on `shard` by command, at the standalone epoch.
 async fn open_by_command(shard: &Rc<Shard>, id: &PartitionId) {
-    let topic = kaas_cluster::ids::TopicName::new(&id.topic).expect("legal");
-    shard
-        .run_command(kaas_cluster::command::ShardCommand::OpenPartition {
-            partition: kaas_cluster::ids::TopicPartition::new(topic, id.partition),
-            leader_epoch: kaas_cluster::ids::LeaderEpoch(
-                crate::model::cluster_view::STANDALONE_LEADER_EPOCH,
-            ),
-        })
-        .await
-        .expect("opened");
+    let epoch = crate::model::cluster_view::STANDALONE_LEADER_EPOCH;
+    test_support::open_by_command(shard, &id.topic, id.partition, epoch).await;
 }
 
 #[test]
