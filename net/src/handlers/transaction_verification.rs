@@ -8,6 +8,10 @@
 //! - **Transactions V2** (Produce v12+, TxnOffsetCommit v5+): the producer adds nothing; the
 //!   leader adds the partitions to the transaction itself.
 //!
+//! The coordinator is asked on its shard when this broker runs it, else on the broker leading
+//! the id's `__transaction_state` partition, as Kafka's leaders ask: AddPartitionsToTxn v5 over
+//! the inter-broker client (`verify_only` unless the partitions are to be added).
+//!
 //! The codes a write gets, as Kafka's `AddPartitionsToTxnManager` and `ReplicaManager`
 //! translate the coordinator's: TRANSACTION_ABORTABLE (not in the open transaction; to clients
 //! too old to know it, Produce up to v10 and TxnOffsetCommit up to v3, INVALID_TXN_STATE),
@@ -17,13 +21,28 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
+use std::time::Duration;
 
 use crate::handlers::transaction_hop::on_coordinator;
+use crate::model::cluster_view::Leadership;
+use crate::peers::Endpoint;
+use crate::protocol::messages::add_partitions_to_txn::{
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+};
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 use crate::transactions::coordinator::{AddPartitionsRequest, VerifyPartitionsRequest};
 use crate::transactions::metadata::TopicPartition;
 use crate::transactions::state::TransactionVersion;
+use crate::transactions::{partition_for, TRANSACTION_STATE_TOPIC};
+
+/// The AddPartitionsToTxn version a leader sends a coordinator on another broker (Kafka
+/// 4.4's inter-broker version).
+const VERIFICATION_VERSION: i16 = 5;
+
+/// How long a leader waits for a coordinator on another broker.
+const VERIFICATION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the request's version lets the check do and answer (Kafka's
 /// `TransactionSupportedOperation`).
@@ -83,8 +102,29 @@ pub async fn check(
     if partitions.is_empty() {
         return Vec::new();
     }
+    let codes = match local(shard, write, partitions.clone()).await {
+        Err(ErrorCode::NotCoordinator) if coordinated_elsewhere(shard, write) => {
+            remote(shard, write, partitions).await
+        }
+        Ok(codes) => codes,
+        Err(error) => partitions.into_iter().map(|p| (p, error)).collect(),
+    };
+    codes
+        .into_iter()
+        .filter(|(_, code)| *code != ErrorCode::None)
+        .map(|(partition, code)| (partition, write_code(code, write.operation)))
+        .collect()
+}
+
+/// The coordinator's codes when it runs on this broker; NOT_COORDINATOR (among others) when
+/// it does not.
+async fn local(
+    shard: &Rc<Shard>,
+    write: &TransactionalWrite,
+    partitions: BTreeSet<TopicPartition>,
+) -> Result<Vec<(TopicPartition, ErrorCode)>, ErrorCode> {
     let id = write.transactional_id.clone();
-    let codes = if write.operation == SupportedOperation::AddPartition {
+    if write.operation == SupportedOperation::AddPartition {
         let add = AddPartitionsRequest {
             transactional_id: id.clone(),
             producer_id: write.producer_id,
@@ -92,15 +132,12 @@ pub async fn check(
             partitions: partitions.clone(),
             client_version: TransactionVersion::V2,
         };
-        let error = match on_coordinator(shard, &id, move |driver| async move {
+        let error = on_coordinator(shard, &id, move |driver| async move {
             driver.add_partitions(add).await
         })
-        .await
-        {
-            Ok(answer) => answer.error(),
-            Err(error) => error,
-        };
-        partitions.into_iter().map(|p| (p, error)).collect()
+        .await?
+        .error();
+        Ok(partitions.into_iter().map(|p| (p, error)).collect())
     } else {
         let verify = VerifyPartitionsRequest {
             transactional_id: id.clone(),
@@ -108,19 +145,123 @@ pub async fn check(
             producer_epoch: write.producer_epoch,
             partitions: partitions.clone(),
         };
-        match on_coordinator(shard, &id, move |driver| async move {
+        on_coordinator(shard, &id, move |driver| async move {
             driver.machine().verify_partitions(&verify)
         })
         .await
-        {
-            Ok(codes) => codes,
-            Err(error) => partitions.into_iter().map(|p| (p, error)).collect(),
+    }
+}
+
+/// Whether the view has another broker lead the transactional id's `__transaction_state`
+/// partition.
+fn coordinated_elsewhere(shard: &Shard, write: &TransactionalWrite) -> bool {
+    let partition = partition_for(&write.transactional_id);
+    matches!(
+        shard
+            .view
+            .load()
+            .leadership(TRANSACTION_STATE_TOPIC, partition),
+        Leadership::Elsewhere
+    )
+}
+
+/// The endpoint of the broker leading the transactional id's `__transaction_state`
+/// partition.
+fn coordinator_endpoint(shard: &Shard, transactional_id: &str) -> Option<Endpoint> {
+    let view = shard.view.load();
+    let cluster = view.cluster.as_ref()?;
+    let topic = kaas_cluster::ids::TopicName::new(TRANSACTION_STATE_TOPIC).ok()?;
+    let partition = kaas_cluster::ids::TopicPartition::new(topic, partition_for(transactional_id));
+    let leader = cluster.leader_of(&partition)?.leader;
+    let broker = cluster.brokers().get(&leader)?;
+    Some(Endpoint::new(broker.host.clone(), broker.port))
+}
+
+/// The coordinator's codes from the broker running it: AddPartitionsToTxn v5 as Kafka's
+/// leaders send it (`verify_only` unless the partitions are to be added). A coordinator that
+/// cannot be reached answers NETWORK_EXCEPTION for every partition (a retriable code for the
+/// client, [`write_code`]).
+async fn remote(
+    shard: &Rc<Shard>,
+    write: &TransactionalWrite,
+    partitions: BTreeSet<TopicPartition>,
+) -> Vec<(TopicPartition, ErrorCode)> {
+    let all = |partitions: &BTreeSet<TopicPartition>, code: ErrorCode| -> Vec<_> {
+        partitions.iter().map(|p| (p.clone(), code)).collect()
+    };
+    let Some(endpoint) = coordinator_endpoint(shard, &write.transactional_id) else {
+        return all(&partitions, ErrorCode::CoordinatorNotAvailable);
+    };
+    let mut topics: Vec<AddPartitionsToTxnTopic> = Vec::new();
+    for partition in &partitions {
+        match topics.last_mut() {
+            Some(topic) if topic.name == partition.topic => {
+                topic.partitions.push(partition.partition)
+            }
+            _ => topics.push(AddPartitionsToTxnTopic {
+                name: partition.topic.clone(),
+                partitions: vec![partition.partition],
+            }),
+        }
+    }
+    let request = AddPartitionsToTxnRequest {
+        transactions: vec![AddPartitionsToTxnTransaction {
+            transactional_id: write.transactional_id.clone(),
+            producer_id: write.producer_id,
+            producer_epoch: write.producer_epoch,
+            verify_only: write.operation != SupportedOperation::AddPartition,
+            topics,
+        }],
+        ..Default::default()
+    };
+    let answered: Result<AddPartitionsToTxnResponse, _> = shard
+        .peers
+        .call(
+            &endpoint,
+            VERIFICATION_VERSION,
+            &request,
+            VERIFICATION_TIMEOUT,
+        )
+        .await;
+    let response = match answered {
+        Ok(response) => response,
+        Err(error) => {
+            tracing::debug!(%error, "verifying a transactional write with its coordinator");
+            return all(&partitions, ErrorCode::NetworkException);
         }
     };
-    codes
+    if response.error_code != ErrorCode::None.code() {
+        // Kafka: a refused request means the verification did not complete.
+        let code = match ErrorCode::from_code(response.error_code) {
+            Some(ErrorCode::ClusterAuthorizationFailed) | None => ErrorCode::InvalidTxnState,
+            Some(code) => code,
+        };
+        return all(&partitions, code);
+    }
+    let results = response.results_by_transaction.into_iter().next();
+    partitions
         .into_iter()
-        .filter(|(_, code)| *code != ErrorCode::None)
-        .map(|(partition, code)| (partition, write_code(code, write.operation)))
+        .map(|partition| {
+            let code = results
+                .as_ref()
+                .and_then(|result| {
+                    result
+                        .topic_results
+                        .iter()
+                        .find(|topic| topic.name == partition.topic)
+                })
+                .and_then(|topic| {
+                    topic
+                        .results_by_partition
+                        .iter()
+                        .find(|p| p.partition_index == partition.partition)
+                })
+                .map_or(ErrorCode::NetworkException, |p| {
+                    ErrorCode::from_code(p.partition_error_code)
+                        .unwrap_or(ErrorCode::UnknownServerError)
+                });
+            (partition, code)
+        })
         .collect()
 }
 
