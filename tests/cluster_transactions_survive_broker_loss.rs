@@ -31,6 +31,8 @@ use support::WireClient;
 const TOPIC: &str = "payments";
 const PARTITIONS: i32 = 6;
 const TRANSACTIONAL_ID: &str = "payments-writer";
+/// Enough transactions (about 50 ms apart) to outlast both kills.
+const TRANSACTIONS: usize = 400;
 const FLAGS: &[&str] = &[
     "--lease-duration-ms",
     "3000",
@@ -62,6 +64,21 @@ fn script(bootstrap: &str, phase: &str, outcomes: &str) -> std::process::Command
             outcomes,
         ]);
     command
+}
+
+/// How many transactions the producer reported committed so far.
+fn committed(outcomes: &str) -> usize {
+    std::fs::read_to_string(outcomes)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| line.starts_with("COMMITTED "))
+        .count()
+}
+
+/// Waits until the producer committed `more` transactions beyond `since`; the count then.
+fn wait_for_commits(outcomes: &str, since: usize, more: usize, what: &str) -> usize {
+    support::wait_until(what, REACT, || committed(outcomes) >= since + more);
+    committed(outcomes)
 }
 
 /// The node coordinating [`TRANSACTIONAL_ID`], asked of broker `via`.
@@ -116,21 +133,33 @@ fn committed_transactions_survive_coordinator_and_leader_kill() {
         "--txn-id",
         TRANSACTIONAL_ID,
         "--transactions",
-        "150",
+        &TRANSACTIONS.to_string(),
         "--pace-ms",
         "50",
     ]);
     let mut producer = ClientRun::spawn(produce, "librdkafka transactional producer");
     producer.wait_for_line("STARTED");
+    let before = wait_for_commits(&outcomes, 0, 10, "commits before the kills");
 
     let victim = coordinator(&cluster, 0);
     kill_and_restart(&mut cluster, victim, "without the coordinator's broker");
     let coordinating = coordinator(&cluster, 0);
+    let before = wait_for_commits(
+        &outcomes,
+        before,
+        10,
+        "commits after the coordinator's kill",
+    );
     let assignment = cluster.assignment().expect("an assignment");
     let leader = (0..3)
         .find(|&b| b != coordinating && leads_any(&assignment, b))
         .expect("a leader that does not coordinate");
     kill_and_restart(&mut cluster, leader, "without a partition leader");
+    let after = wait_for_commits(&outcomes, before, 10, "commits after the leader's kill");
+    assert!(
+        after < TRANSACTIONS * 4 / 5,
+        "the kills came after the producer's last transactions"
+    );
 
     producer.finish();
     let mut verify = script(&bootstrap, "verify", &outcomes);
