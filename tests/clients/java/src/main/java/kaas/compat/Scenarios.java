@@ -66,6 +66,7 @@ public final class Scenarios {
         SCENARIOS.put("txn-fencing", Transactions::fencing);
         SCENARIOS.put("txn-timeout", Transactions::timeout);
         SCENARIOS.put("txn-admin", Transactions::adminApis);
+        SCENARIOS.put("txn-admin-abort", Transactions::adminAbort);
     }
 
     public static void main(String[] args) {

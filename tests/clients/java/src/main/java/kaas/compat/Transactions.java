@@ -26,6 +26,7 @@ import java.util.TreeMap;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadLocalRandom;
 
+import org.apache.kafka.clients.admin.AbortTransactionSpec;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
@@ -678,6 +679,55 @@ final class Transactions {
                                 "transaction start offset on " + tp + " after the commit (producer " + s.producerId() + ")");
                     }
                 }
+            }
+            await(admin.deleteTopics(List.of(topic)).all(), "deleteTopics " + topic);
+        }
+    }
+
+    // ---- txn-admin-abort -------------------------------------------------------------------
+
+    /**
+     * What {@code kafka-transactions.sh abort} does to a transaction left open on a partition:
+     * describeProducers finds the producer's open transaction, abortTransaction writes an ABORT
+     * marker straight to the partition leader (WriteTxnMarkers). Afterwards the partition has
+     * no open transaction, the read_committed end offset is the partition's end, and a
+     * read_committed consumer sees the records written after the abort, not the aborted ones.
+     */
+    static void adminAbort(Scenarios.Ctx ctx) {
+        try (Admin admin = admin(ctx.bootstrap())) {
+            String topic = uniqueTopic("txn-admin-abort");
+            createTopic(admin, topic, 1, Map.of());
+            TopicPartition tp = new TopicPartition(topic, 0);
+            String txnId = uniqueTxnId("admin-abort");
+            try (KafkaProducer<byte[], byte[]> p = txnProducer(ctx.bootstrap(), txnId,
+                    Map.of(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, 60000))) {
+                p.initTransactions();
+                p.beginTransaction();
+                sendAll(p, simple(topic, "hanging", 3), "transactional records");
+                ProducerState open = await(admin.describeProducers(List.of(tp)).partitionResult(tp),
+                        "describeProducers").activeProducers().stream()
+                        .filter(s -> s.currentTransactionStartOffset().isPresent()).findFirst()
+                        .orElseThrow(() -> new Support.Failure("describeProducers shows no open transaction"));
+                checkEq(OptionalLong.of(0L), open.currentTransactionStartOffset(), "open transaction's start offset");
+                checkEq(Map.of(0, 0L), latest(admin, topic, 1, IsolationLevel.READ_COMMITTED),
+                        "read_committed end offset while the transaction is open");
+
+                await(admin.abortTransaction(new AbortTransactionSpec(tp, open.producerId(),
+                        (short) open.producerEpoch(), open.coordinatorEpoch().orElse(-1))).all(), "abortTransaction");
+                for (ProducerState s : await(admin.describeProducers(List.of(tp)).partitionResult(tp),
+                        "describeProducers after the abort").activeProducers()) {
+                    checkEq(OptionalLong.empty(), s.currentTransactionStartOffset(),
+                            "open transaction after the abort (producer " + s.producerId() + ")");
+                }
+                checkEq(latest(admin, topic, 1, IsolationLevel.READ_UNCOMMITTED),
+                        latest(admin, topic, 1, IsolationLevel.READ_COMMITTED), "end offsets after the abort");
+                List<Sent> later;
+                try (KafkaProducer<byte[], byte[]> plain = producer(ctx.bootstrap(), Map.of())) {
+                    later = sendAll(plain, simple(topic, "later", 2), "plain records");
+                }
+                verifyAt("read_committed after the abort", later,
+                        readAll(ctx.bootstrap(), topic, 1, IsolationLevel.READ_COMMITTED, 2));
+                p.close(Duration.ZERO);
             }
             await(admin.deleteTopics(List.of(topic)).all(), "deleteTopics " + topic);
         }
