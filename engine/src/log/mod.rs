@@ -375,6 +375,16 @@ impl PartitionLog {
         state.producers.entries().into_iter().cloned().collect()
     }
 
+    /// Whether `producer_id` has a transaction open on this partition at `epoch` (a
+    /// transactional batch of it was appended and no marker has ended it since).
+    pub fn has_open_transaction(&self, producer_id: i64, epoch: i16) -> bool {
+        let state = self.shared.state.borrow();
+        state
+            .producers
+            .get(producer_id)
+            .is_some_and(|entry| entry.epoch() == epoch && entry.open_transaction().is_some())
+    }
+
     /// Forgets the idempotent producers idle for `expiration_ms` at `now_ms` (Kafka's
     /// `producer.id.expiration.ms`, [`ProducerStateTable::remove_expired`]); returns how many.
     /// Only memory changes: the next producer-state snapshot leaves them out.

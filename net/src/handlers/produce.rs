@@ -11,7 +11,7 @@
 
 mod record_errors;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -25,7 +25,6 @@ use crate::groups::offsets_topic;
 use crate::handlers::partition_request::{Owned, PartitionRequests, Position};
 use crate::handlers::transaction_verification::{self, SupportedOperation, TransactionalWrite};
 use crate::handlers::{error_code, now_ms, partition_error_code};
-use crate::model::cluster_view::ClusterView;
 use crate::protocol::messages::produce::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceRequest, ProduceResponse,
     TopicProduceResponse,
@@ -38,6 +37,9 @@ use crate::transactions::metadata::TopicPartition;
 struct Input {
     records: Bytes,
     wait_for_flush: bool,
+    /// A transactional batch's check with its coordinator, made on the owner shard in the
+    /// partition's turn.
+    transaction: Option<TransactionalWrite>,
 }
 
 #[derive(Default)]
@@ -48,6 +50,19 @@ struct Output {
     base_offset: i64,
     log_append_time: i64,
     log_start_offset: i64,
+}
+
+impl Output {
+    /// A partition's answer carrying only `code`.
+    fn failed(code: ErrorCode) -> Output {
+        Output {
+            error: Some(code),
+            base_offset: -1,
+            log_append_time: -1,
+            log_start_offset: -1,
+            ..Default::default()
+        }
+    }
 }
 
 /// Answers Produce at `version` (the caller sends nothing back for acks=0).
@@ -62,12 +77,7 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
     } else {
         None
     };
-    let unverified = match (&refuse_all, &request.transactional_id) {
-        (None, Some(transactional_id)) => {
-            verify_transactional_batches(shard, &view, &request, transactional_id, version).await
-        }
-        _ => BTreeMap::new(),
-    };
+    let operation = SupportedOperation::for_produce(version);
     let wait_for_flush = request.acks != 0;
     let mut responses: Vec<TopicProduceResponse> = Vec::new();
     let mut requests = PartitionRequests::new(view.clone(), shard.router.shards());
@@ -118,15 +128,20 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
                         Some("a partition's records must be exactly one record batch".into());
                     Some(ErrorCode::InvalidRecord)
                 }
-                (None, Some(t), Some(_))
-                    if unverified.contains_key(&(t.name().to_string(), data.index)) =>
-                {
-                    unverified.get(&(t.name().to_string(), data.index)).copied()
-                }
                 (None, Some(t), Some(records)) => {
+                    let transaction = request.transactional_id.as_ref().and_then(|id| {
+                        let (producer_id, producer_epoch) = transactional_producer(&records)?;
+                        Some(TransactionalWrite {
+                            transactional_id: id.clone(),
+                            producer_id,
+                            producer_epoch,
+                            operation,
+                        })
+                    });
                     let input = Input {
                         records,
                         wait_for_flush,
+                        transaction,
                     };
                     requests.add(position, t, data.index, -1, input).err()
                 }
@@ -144,13 +159,7 @@ pub async fn handle(shard: &Rc<Shard>, request: ProduceRequest, version: i16) ->
     }
     for (position, output) in requests.run(shard, append_on_owner).await {
         let response = &mut responses[position.topic].partition_responses[position.partition];
-        let output = output.unwrap_or_else(|code| Output {
-            error: Some(code),
-            base_offset: -1,
-            log_append_time: -1,
-            log_start_offset: -1,
-            ..Default::default()
-        });
+        let output = output.unwrap_or_else(Output::failed);
         response.error_code = output.error.unwrap_or(ErrorCode::None).code();
         response.error_message = output.message;
         response.record_errors = output.record_errors;
@@ -183,51 +192,26 @@ fn has_transactional_batch(request: &ProduceRequest) -> bool {
     })
 }
 
-/// Checks the request's transactional batches with their transaction's coordinator
-/// ([`transaction_verification`]; Produce v12+ is a Transactions V2 producer, whose
-/// partitions are added here): the partitions, by topic name and index, that may not be
-/// written, with their codes.
-async fn verify_transactional_batches(
+/// The code a transactional batch is refused with, `None` when it may be appended: checked
+/// with its coordinator ([`transaction_verification`]) only when the producer has no
+/// transaction open on the partition at its epoch yet (its first batch there in this
+/// transaction), as Kafka's leaders check. Called in the partition's turn, so the batches
+/// that follow wait for the answer and reach the log in order.
+async fn refused_transactional_write(
     shard: &Rc<Shard>,
-    view: &ClusterView,
-    request: &ProduceRequest,
-    transactional_id: &str,
-    version: i16,
-) -> BTreeMap<(String, i32), ErrorCode> {
-    let mut producer = None;
-    let mut partitions = BTreeSet::new();
-    for topic_data in &request.topic_data {
-        let topic = if version >= 13 {
-            view.topic_by_id(&topic_data.topic_id)
-        } else {
-            view.topic(&topic_data.name)
-        };
-        let Some(topic) = topic else { continue };
-        for data in &topic_data.partition_data {
-            let Some(batch_producer) = data.records.as_deref().and_then(transactional_producer)
-            else {
-                continue;
-            };
-            producer.get_or_insert(batch_producer);
-            if (0..topic.partitions()).contains(&data.index) {
-                partitions.insert(TopicPartition::new(topic.name().to_string(), data.index));
-            }
-        }
+    log: &kaas_engine::PartitionLog,
+    id: &PartitionId,
+    write: &TransactionalWrite,
+) -> Option<ErrorCode> {
+    if log.has_open_transaction(write.producer_id, write.producer_epoch) {
+        return None;
     }
-    let Some((producer_id, producer_epoch)) = producer else {
-        return BTreeMap::new();
-    };
-    let write = TransactionalWrite {
-        transactional_id: transactional_id.to_string(),
-        producer_id,
-        producer_epoch,
-        operation: SupportedOperation::for_produce(version),
-    };
-    transaction_verification::check(shard, &write, partitions)
+    let partition = TopicPartition::new(id.topic.to_string(), id.partition);
+    transaction_verification::check(shard, write, BTreeSet::from([partition]))
         .await
         .into_iter()
-        .map(|(partition, code)| ((partition.topic, partition.partition), code))
-        .collect()
+        .next()
+        .map(|(_, code)| code)
 }
 
 /// Appends every batch for this shard's partitions, then waits for all their flushes together
@@ -275,6 +259,14 @@ async fn append_on_owner(shard: Rc<Shard>, items: Vec<Owned<Input>>) -> Vec<(Pos
                 continue;
             }
         };
+        if let Some(write) = &input.transaction {
+            if let Some(error) =
+                refused_transactional_write(&shard, &log, &partition.id, write).await
+            {
+                outputs.push((position, Output::failed(error)));
+                continue;
+            }
+        }
         match log.append(&records, partition.leader_epoch, now).await {
             Ok(outcome) => {
                 if !outcome.duplicate {

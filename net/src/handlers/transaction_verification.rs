@@ -12,6 +12,11 @@
 //! the id's `__transaction_state` partition, as Kafka's leaders ask: AddPartitionsToTxn v5 over
 //! the inter-broker client (`verify_only` unless the partitions are to be added).
 //!
+//! A leader checks a producer's first batch of a transaction on a partition only (its later
+//! batches find the transaction open in the partition), in the partition's turn, so batches
+//! reach the log in their order; while the coordinator is busy with another change of the
+//! same transaction (CONCURRENT_TRANSACTIONS) it asks again for up to [`BUSY_WAIT`].
+//!
 //! The codes a write gets, as Kafka's `AddPartitionsToTxnManager` and `ReplicaManager`
 //! translate the coordinator's: TRANSACTION_ABORTABLE (not in the open transaction; to clients
 //! too old to know it, Produce up to v10 and TxnOffsetCommit up to v3, INVALID_TXN_STATE),
@@ -21,11 +26,11 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::handlers::transaction_hop::on_coordinator;
 use crate::model::cluster_view::Leadership;
-use crate::peers::Endpoint;
+use crate::peers::{Endpoint, PeerError};
 use crate::protocol::messages::add_partitions_to_txn::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, AddPartitionsToTxnTopic,
     AddPartitionsToTxnTransaction,
@@ -40,6 +45,13 @@ use crate::transactions::{partition_for, TRANSACTION_STATE_TOPIC};
 /// The AddPartitionsToTxn version a leader sends a coordinator on another broker (Kafka
 /// 4.4's inter-broker version).
 const VERIFICATION_VERSION: i16 = 5;
+
+/// How long a check asks again while the coordinator is busy with another change of the
+/// transaction (CONCURRENT_TRANSACTIONS: typically another partition's add, one fsync long),
+/// before answering NOT_ENOUGH_REPLICAS for the client to retry.
+const BUSY_WAIT: Duration = Duration::from_millis(250);
+const FIRST_BACKOFF: Duration = Duration::from_millis(2);
+const MAX_BACKOFF: Duration = Duration::from_millis(50);
 
 /// How long a leader waits for a coordinator on another broker.
 const VERIFICATION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -102,18 +114,39 @@ pub async fn check(
     if partitions.is_empty() {
         return Vec::new();
     }
-    let codes = match local(shard, write, partitions.clone()).await {
-        Err(ErrorCode::NotCoordinator) if coordinated_elsewhere(shard, write) => {
-            remote(shard, write, partitions).await
+    let started = Instant::now();
+    let mut backoff = FIRST_BACKOFF;
+    let codes = loop {
+        let codes = ask(shard, write, partitions.clone()).await;
+        let busy = codes
+            .iter()
+            .any(|(_, code)| *code == ErrorCode::ConcurrentTransactions);
+        if !busy || started.elapsed() >= BUSY_WAIT {
+            break codes;
         }
-        Ok(codes) => codes,
-        Err(error) => partitions.into_iter().map(|p| (p, error)).collect(),
+        glommio::timer::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
     };
     codes
         .into_iter()
         .filter(|(_, code)| *code != ErrorCode::None)
         .map(|(partition, code)| (partition, write_code(code, write.operation)))
         .collect()
+}
+
+/// The coordinator's codes, from this broker or the one running it.
+async fn ask(
+    shard: &Rc<Shard>,
+    write: &TransactionalWrite,
+    partitions: BTreeSet<TopicPartition>,
+) -> Vec<(TopicPartition, ErrorCode)> {
+    match local(shard, write, partitions.clone()).await {
+        Err(ErrorCode::NotCoordinator) if coordinated_elsewhere(shard, write) => {
+            remote(shard, write, partitions).await
+        }
+        Ok(codes) => codes,
+        Err(error) => partitions.into_iter().map(|p| (p, error)).collect(),
+    }
 }
 
 /// The coordinator's codes when it runs on this broker; NOT_COORDINATOR (among others) when
@@ -214,15 +247,20 @@ async fn remote(
         }],
         ..Default::default()
     };
-    let answered: Result<AddPartitionsToTxnResponse, _> = shard
-        .peers
-        .call(
+    let call = || {
+        shard.peers.call::<_, AddPartitionsToTxnResponse>(
             &endpoint,
             VERIFICATION_VERSION,
             &request,
             VERIFICATION_TIMEOUT,
         )
-        .await;
+    };
+    // A cached connection the coordinator's broker closed (it restarted) fails at once; the
+    // check is asked again on a new one (asking twice changes nothing at the coordinator).
+    let answered = match call().await {
+        Err(PeerError::Io { .. }) => call().await,
+        answered => answered,
+    };
     let response = match answered {
         Ok(response) => response,
         Err(error) => {
