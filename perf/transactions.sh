@@ -3,6 +3,7 @@
 #
 #   perf/transactions.sh [--reps N] [--rate R] [--out DIR] [--no-build]
 #                        [-- <extra kaas-bench run flags>]
+#   perf/transactions.sh --summarize [--out DIR]   # the table again from DIR/runs/*.json
 #
 # Starts kaas (release build, default settings), kafka-default (Kafka's flush policy: no
 # fsync) and kafka-flush (log.flush.interval.messages=1), each with a fresh data directory,
@@ -30,6 +31,7 @@ reps=3
 rate=50000
 out=/tmp/kaas-transactions
 build=1
+summarize_only=0
 extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -37,8 +39,9 @@ while [[ $# -gt 0 ]]; do
     --rate) rate="$2"; shift ;;
     --out) out="$2"; shift ;;
     --no-build) build=0 ;;
+    --summarize) summarize_only=1 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
@@ -55,6 +58,66 @@ bin="$CARGO_TARGET_DIR/release"
 log() { echo "[transactions $(date +%H:%M:%S)] $*" >&2; }
 
 source "$repo/perf/lib.sh"
+
+# summarize_run BROKER MODE REP REPORT: one JSON line of a run's figures (ms).
+summarize_run() {
+  jq -c --arg broker "$1" --arg mode "$2" --argjson rep "$3" '
+    def ms: if . == null then null else . / 1000 end;
+    {
+      broker: $broker, mode: $mode, rep: $rep, complete: .complete,
+      records_per_s: .summary.records_per_s, mb_per_s: .summary.mb_per_s,
+      produce_p50_ms: (.summary.produce_latency.p50_us | ms),
+      produce_p99_ms: (.summary.produce_latency.p99_us | ms),
+      commits: .summary.transactions.commits,
+      committed_records_per_s: .summary.transactions.committed_records_per_s,
+      records_per_transaction: .summary.transactions.records_per_transaction,
+      commit_p50_ms: (.summary.transactions.commit_latency.p50_us | ms),
+      commit_p99_ms: (.summary.transactions.commit_latency.p99_us | ms),
+      commit_max_ms: (.summary.transactions.commit_latency.max_us | ms),
+      end_txn_p50_ms: (.summary.transactions.end_txn_latency.p50_us | ms),
+      end_txn_p99_ms: (.summary.transactions.end_txn_latency.p99_us | ms)
+    }' "$4"
+}
+
+# print_table SUMMARIES: medians over the repetitions, per broker and mode, as Markdown.
+print_table() {
+  jq -s -r '
+    def median: sort | if length == 0 then null
+      elif length % 2 == 1 then .[length / 2 | floor]
+      else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+    def cell: if . == null then "–" else (. * 100 | round / 100 | tostring) end;
+    def med(f): map(f | select(. != null)) | median;
+    group_by([.broker, .mode]) | map({
+        broker: .[0].broker, mode: .[0].mode, runs: length,
+        rps: med(.records_per_s), mbs: med(.mb_per_s),
+        p99: med(.produce_p99_ms), c50: med(.commit_p50_ms), c99: med(.commit_p99_ms),
+        cmax: med(.commit_max_ms), end50: med(.end_txn_p50_ms), end99: med(.end_txn_p99_ms),
+        rpt: med(.records_per_transaction)
+      }) as $rows
+    | ($rows | map(select(.broker == "kaas" and .mode == "idempotent")) | .[0].rps) as $base
+    | "| broker | mode | runs | records/s | MB/s | vs kaas idempotent | produce p99 ms | commit p50 ms | commit p99 ms | commit max ms | EndTxn p50 ms | EndTxn p99 ms | records/txn |",
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+      ($rows[] | "| \(.broker) | \(.mode) | \(.runs) | \(.rps | round) | \(.mbs | cell) | \(if $base and .mode != "transactional-rate" then (.rps / $base | cell) else "–" end) | \(.p99 | cell) | \(.c50 | cell) | \(.c99 | cell) | \(.cmax | cell) | \(.end50 | cell) | \(.end99 | cell) | \(.rpt | if . == null then "–" else round end) |")
+  ' "$1"
+}
+
+if [[ $summarize_only == 1 ]]; then
+  summaries="$out/transactions.json"
+  : >"$summaries"
+  for report in "$out"/runs/*.json; do
+    name="$(basename "$report" .json)"          # <broker>-<mode>-<rep>
+    rep="${name##*-}"
+    rest="${name%-*}"
+    for mode in transactional-rate transactional idempotent; do
+      if [[ $rest == *-"$mode" ]]; then
+        summarize_run "${rest%-"$mode"}" "$mode" "$rep" "$report" >>"$summaries"
+        break
+      fi
+    done
+  done
+  print_table "$summaries" | tee "$out/transactions.md"
+  exit 0
+fi
 for port in "$kaas_port" "$kaas_admin_port" "$kafka_default_port" "$((kafka_default_port + 1))" \
             "$kafka_flush_port" "$((kafka_flush_port + 1))"; do
   if port_open "$port"; then
@@ -122,41 +185,11 @@ for rep in $(seq 1 "$reps"); do
         ${mode_flags[$mode]} "${extra[@]}" >"$work/last-run.out" 2>&1 \
         || log "run incomplete: $(tail -n 3 "$work/last-run.out" | tr '\n' ' ')"
       cat "$work/last-run.out" >&2
-      jq -c --arg broker "$broker" --arg mode "$mode" --argjson rep "$rep" '{
-          broker: $broker, mode: $mode, rep: $rep, complete: .complete,
-          records_per_s: .summary.records_per_s, mb_per_s: .summary.mb_per_s,
-          produce_p50_ms: (.summary.produce_latency.p50_us / 1000),
-          produce_p99_ms: (.summary.produce_latency.p99_us / 1000),
-          commits: .summary.transactions.commits,
-          committed_records_per_s: .summary.transactions.committed_records_per_s,
-          records_per_transaction: .summary.transactions.records_per_transaction,
-          commit_p50_ms: (.summary.transactions.commit_latency.p50_us / 1000),
-          commit_p99_ms: (.summary.transactions.commit_latency.p99_us / 1000),
-          commit_max_ms: (.summary.transactions.commit_latency.max_us / 1000),
-          end_txn_p50_ms: (.summary.transactions.end_txn_latency.p50_us / 1000),
-          end_txn_p99_ms: (.summary.transactions.end_txn_latency.p99_us / 1000)
-        }' "$report" >>"$summaries" || log "no report for $broker $mode rep $rep"
+      summarize_run "$broker" "$mode" "$rep" "$report" >>"$summaries" \
+        || log "no report for $broker $mode rep $rep"
     done
   done
 done
 
-# Medians over the repetitions, per broker and mode.
-jq -s -r '
-  def median: sort | if length == 0 then null
-    elif length % 2 == 1 then .[length / 2 | floor]
-    else (.[length / 2 - 1] + .[length / 2]) / 2 end;
-  def cell: if . == null then "–" else (. * 100 | round / 100 | tostring) end;
-  def med(f): map(f | select(. != null)) | median;
-  group_by([.broker, .mode]) | map({
-      broker: .[0].broker, mode: .[0].mode, runs: length,
-      rps: med(.records_per_s), mbs: med(.mb_per_s),
-      p99: med(.produce_p99_ms), c50: med(.commit_p50_ms), c99: med(.commit_p99_ms),
-      cmax: med(.commit_max_ms), end50: med(.end_txn_p50_ms), end99: med(.end_txn_p99_ms),
-      rpt: med(.records_per_transaction)
-    }) as $rows
-  | ($rows | map(select(.broker == "kaas" and .mode == "idempotent")) | .[0].rps) as $base
-  | "| broker | mode | runs | records/s | MB/s | vs kaas idempotent | produce p99 ms | commit p50 ms | commit p99 ms | commit max ms | EndTxn p50 ms | EndTxn p99 ms | records/txn |",
-    "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ($rows[] | "| \(.broker) | \(.mode) | \(.runs) | \(.rps | round) | \(.mbs | cell) | \(if $base and .mode != "transactional-rate" then (.rps / $base | cell) else "–" end) | \(.p99 | cell) | \(.c50 | cell) | \(.c99 | cell) | \(.cmax | cell) | \(.end50 | cell) | \(.end99 | cell) | \(.rpt | if . == null then "–" else round end) |")
-' "$summaries" | tee "$out/transactions.md"
+print_table "$summaries" | tee "$out/transactions.md"
 log "reports in $out/runs, summary lines in $summaries, table in $out/transactions.md"
