@@ -35,6 +35,7 @@ mod results_table;
 mod sample_clock;
 mod takeover;
 mod topic_admin;
+mod transaction_cycle;
 mod uring_latency;
 mod workload;
 

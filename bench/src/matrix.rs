@@ -351,6 +351,7 @@ pub fn matrix_command(args: &MatrixArgs) -> anyhow::Result<()> {
         consumer_props: Vec::new(),
         drain_timeout_s: 30.0,
         keep_topic: false,
+        transactions: None,
     };
 
     let total_cells = sizes.len()

@@ -10,6 +10,12 @@
 //!
 //! The thread drives librdkafka's `BaseProducer` and serves its delivery reports itself, so
 //! the histograms are touched by this thread only (the mutex is never contended).
+//!
+//! A transactional producer (`ProducerPlan::transactions`) does the same inside transactions:
+//! `init_transactions` once, then `begin_transaction` → send → commit when the plan says so
+//! (see [`crate::transaction_cycle`]). A commit blocks the thread; at a fixed rate the records
+//! meant to be sent meanwhile keep their intended times, so a slow commit shows in their
+//! produce latency too.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +30,7 @@ use crate::latency_recorder::SampleRecorder;
 use crate::payload::PayloadSource;
 use crate::progress_probe::ProgressProbe;
 use crate::sample_clock::SampleClock;
+use crate::transaction_cycle::{CommitRecorder, TransactionLoop, TransactionPlan};
 
 /// Client-level errors (connection failures and the like) a client reported.
 #[derive(Default)]
@@ -62,8 +69,11 @@ pub struct ProducerPlan {
     pub keys: u64,
     /// Stop after this many records (used to fill a topic); `None` runs until the clock ends.
     pub max_records: Option<u64>,
-    /// How long to wait for outstanding deliveries after the last send.
+    /// How long to wait for outstanding deliveries after the last send (and, for a
+    /// transactional producer, for each commit).
     pub drain_timeout: Duration,
+    /// Send in transactions; the client config carries the `transactional.id`.
+    pub transactions: Option<TransactionPlan>,
 }
 
 /// What a producer measured.
@@ -74,6 +84,8 @@ pub struct ProducerOutcome {
     pub failed: u64,
     pub delivery_errors: Vec<String>,
     pub client_errors: (u64, Vec<String>),
+    /// What the commits cost (transactional producers only).
+    pub commits: Option<CommitRecorder>,
 }
 
 struct DeliveryState {
@@ -174,6 +186,15 @@ pub fn run_producer(
     let end = clock.end();
     let mut sent: u64 = 0;
 
+    let mut transactions = match &plan.transactions {
+        Some(transaction_plan) => Some(TransactionLoop::init(
+            &producer,
+            transaction_plan,
+            clock.samples,
+        )?),
+        None => None,
+    };
+
     while Instant::now() < clock.start {
         serve_deliveries_then_sleep(&producer, Duration::from_millis(1));
     }
@@ -181,9 +202,13 @@ pub fn run_producer(
         if plan.max_records.is_some_and(|max| sent >= max) {
             break;
         }
-        let now = Instant::now();
+        let mut now = Instant::now();
         if now >= end {
             break;
+        }
+        if let Some(transactions) = transactions.as_mut() {
+            transactions.commit_if_due(&producer, &clock, now, plan.drain_timeout)?;
+            now = Instant::now();
         }
         let intended = match interval_nanos {
             Some(interval) => {
@@ -205,6 +230,7 @@ pub fn run_producer(
         let intended_nanos = clock.nanos_since_origin(intended);
         let key = payload.next_key();
         let value = payload.next_value(intended_nanos);
+        let record_bytes = (value.len() + key.as_ref().map_or(0, |key| key.len())) as u64;
         let mut record: BaseRecord<'_, [u8], [u8], usize> =
             BaseRecord::with_opaque_to(&plan.topic, intended_nanos as usize).payload(value);
         if let Some(key) = key.as_ref() {
@@ -213,6 +239,9 @@ pub fn run_producer(
         match producer.send(record) {
             Ok(()) => {
                 sent += 1;
+                if let Some(transactions) = transactions.as_mut() {
+                    transactions.sent(record_bytes);
+                }
                 if sent.is_multiple_of(64) {
                     producer.poll(Duration::ZERO);
                 }
@@ -226,6 +255,13 @@ pub fn run_producer(
         }
     }
 
+    let (commits, transaction_errors) = match transactions {
+        Some(transactions) => {
+            let (recorder, errors) = transactions.finish(&producer, &clock, plan.drain_timeout)?;
+            (Some(recorder), errors)
+        }
+        None => (None, Vec::new()),
+    };
     let drained = producer.flush(plan.drain_timeout);
     let undelivered = if drained.is_err() {
         let left = producer.in_flight_count().max(0) as u64;
@@ -241,6 +277,7 @@ pub fn run_producer(
         .lock()
         .map_err(|_| anyhow::anyhow!("delivery state poisoned"))?;
     let mut delivery_errors = state.errors.clone();
+    delivery_errors.extend(transaction_errors);
     if undelivered > 0 {
         delivery_errors.push(format!(
             "{undelivered} records still undelivered {:?} after the last send",
@@ -254,5 +291,6 @@ pub fn run_producer(
         failed: state.failed.max(sent.saturating_sub(state.delivered)),
         delivery_errors,
         client_errors: client_errors.snapshot(),
+        commits,
     })
 }

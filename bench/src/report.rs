@@ -95,6 +95,29 @@ pub struct SampleReport {
     pub produce_latency: Option<LatencySummary>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub end_to_end_latency: Option<LatencySummary>,
+    /// Commit latency of the transactions started in this sample.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub commit_latency: Option<LatencySummary>,
+}
+
+/// What the transactions of a transactional run cost.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TransactionSummary {
+    /// Transactions committed over the whole run (warm-up and the last one included).
+    pub commits: u64,
+    /// Transactions aborted over the whole run.
+    pub aborted: u64,
+    /// Records committed per second and MB/s: median over samples, filed when the commit
+    /// returned (the headline throughput counts acknowledged records).
+    pub committed_records_per_s: f64,
+    pub committed_mb_per_s: f64,
+    /// Mean records per committed transaction within the samples.
+    pub records_per_transaction: f64,
+    /// Decision to commit → `commit_transaction` returned: the wait for the transaction's
+    /// last acknowledgements plus the `EndTxn` round trip. Merged over samples.
+    pub commit_latency: Option<LatencySummary>,
+    /// Last record acknowledged → `commit_transaction` returned (the `EndTxn` part).
+    pub end_txn_latency: Option<LatencySummary>,
 }
 
 /// Medians and merged percentiles over all samples.
@@ -112,6 +135,8 @@ pub struct Summary {
     pub produce_latency_curve: Vec<PercentilePoint>,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub end_to_end_latency_curve: Vec<PercentilePoint>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub transactions: Option<TransactionSummary>,
 }
 
 /// Record counts over the whole run (warm-up and drain included).

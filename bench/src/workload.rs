@@ -5,6 +5,9 @@
 //!   is intended-send-time → delivery report.
 //! - `end-to-end`: the same, with consumers reading the topic as it is written; end-to-end
 //!   latency is intended-send-time → the consumer has the record.
+//! - `--transactional` (produce and end-to-end): every producer sends in transactions with
+//!   its own `transactional.id`, committing every `--transaction-ms` and/or
+//!   `--records-per-transaction`; commit latency goes beside produce latency.
 //! - `consume`: the topic is first filled with `--fill-bytes` of records, then read from the
 //!   beginning once per sample (a warm-up pass first when `--warmup` > 0). A pass ends when
 //!   every record was read or after `--sample` seconds.
@@ -26,11 +29,12 @@ use crate::machine::{git_revision, unix_time, MachineInfo};
 use crate::producer_driver::{run_producer, ProducerOutcome, ProducerPlan};
 use crate::progress_probe::{ProgressPrinter, ProgressProbe};
 use crate::report::{
-    percentile_curve, summarize_throughput, LatencySummary, Report, SampleReport, Totals,
-    REPORT_FORMAT,
+    median, percentile_curve, summarize_throughput, LatencySummary, Report, SampleReport, Totals,
+    TransactionSummary, REPORT_FORMAT,
 };
 use crate::sample_clock::SampleClock;
 use crate::topic_admin::TopicAdmin;
+use crate::transaction_cycle::{transactional_id, CommitRecorder, TransactionPlan};
 
 /// What a run measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
@@ -83,6 +87,9 @@ pub struct WorkloadSpec {
     pub consumer_props: Vec<(String, String)>,
     pub drain_timeout_s: f64,
     pub keep_topic: bool,
+    /// Transactional producers and when they commit; `None` for plain producers.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub transactions: Option<TransactionPlan>,
 }
 
 /// `kaas-bench run` flags.
@@ -151,9 +158,22 @@ pub struct RunArgs {
     /// librdkafka consumer property, `key=value` (repeatable).
     #[arg(long = "consumer-prop", value_parser = parse_key_value)]
     pub consumer_props: Vec<(String, String)>,
-    /// Seconds to wait for outstanding deliveries (and consumers to catch up) after the load.
+    /// Seconds to wait for outstanding deliveries (and consumers to catch up) after the load;
+    /// also the timeout of each transaction commit.
     #[arg(long, default_value_t = 30.0)]
     pub drain_timeout: f64,
+    /// Transactional producers (produce and end-to-end): each gets its own
+    /// `transactional.id` and commits every `--transaction-ms` (100 unless
+    /// `--records-per-transaction` is given). Needs `--acks all`.
+    #[arg(long)]
+    pub transactional: bool,
+    /// Commit a transaction once it has been open this many milliseconds.
+    #[arg(long)]
+    pub transaction_ms: Option<f64>,
+    /// Commit a transaction once it holds this many records (with `--transaction-ms`,
+    /// whichever comes first).
+    #[arg(long)]
+    pub records_per_transaction: Option<u64>,
     /// Where to write the JSON report.
     #[arg(long, default_value = "kaas-bench-report.json")]
     pub report: PathBuf,
@@ -169,8 +189,14 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    pub fn spec(&self) -> WorkloadSpec {
-        WorkloadSpec {
+    pub fn spec(&self) -> anyhow::Result<WorkloadSpec> {
+        let transactions = TransactionPlan::from_flags(
+            self.transactional,
+            self.transaction_ms,
+            self.records_per_transaction,
+        )
+        .map_err(anyhow::Error::msg)?;
+        Ok(WorkloadSpec {
             workload: self.workload,
             topic: self.topic.clone(),
             partitions: self.partitions,
@@ -191,7 +217,8 @@ impl RunArgs {
             consumer_props: self.consumer_props.clone(),
             drain_timeout_s: self.drain_timeout,
             keep_topic: self.keep_topic,
-        }
+            transactions,
+        })
     }
 }
 
@@ -211,6 +238,14 @@ impl WorkloadSpec {
         }
         if self.workload == WorkloadKind::EndToEnd && self.record_size < 8 {
             bail!("end-to-end runs need --record-size of at least 8 (the send timestamp)");
+        }
+        if self.transactions.is_some() {
+            if self.workload == WorkloadKind::Consume {
+                bail!("--transactional applies to produce and end-to-end runs");
+            }
+            if !matches!(self.acks.as_str(), "all" | "-1") {
+                bail!("transactional producers need --acks all");
+            }
         }
         Ok(())
     }
@@ -234,20 +269,26 @@ impl WorkloadSpec {
         } else {
             " open".into()
         };
+        let transactions = self
+            .transactions
+            .as_ref()
+            .map(|plan| format!(" {}", plan.describe()))
+            .unwrap_or_default();
         format!(
-            "{} {} B acks={} p={}{}",
+            "{} {} B acks={} p={}{}{}",
             self.workload.name(),
             self.record_size,
             self.acks,
             self.partitions,
-            rate
+            rate,
+            transactions
         )
     }
 }
 
 /// `kaas-bench run`.
 pub fn run_command(args: &RunArgs) -> anyhow::Result<()> {
-    let spec = args.spec();
+    let spec = args.spec()?;
     let report = run_workload(&args.bootstrap, &args.target, &spec, !args.quiet)?;
     write_report(&args.report, &report)?;
     eprintln!("report: {}", args.report.display());
@@ -306,6 +347,29 @@ fn print_summary(report: &Report) {
     };
     show("produce", &summary.produce_latency);
     show("end-to-end", &summary.end_to_end_latency);
+    if let Some(transactions) = &summary.transactions {
+        println!(
+            "  committed: {:.0} records/s, {:.1} MB/s; {} transactions, {:.0} records each, {} aborted",
+            transactions.committed_records_per_s,
+            transactions.committed_mb_per_s,
+            transactions.commits,
+            transactions.records_per_transaction,
+            transactions.aborted
+        );
+        let show_commit = |name: &str, latency: &Option<LatencySummary>| {
+            if let Some(l) = latency {
+                println!(
+                    "  {name} ms: p50 {:.3}  p99 {:.3}  max {:.3}  ({} commits)",
+                    l.p50_us as f64 / 1e3,
+                    l.p99_us as f64 / 1e3,
+                    l.max_us as f64 / 1e3,
+                    l.count
+                );
+            }
+        };
+        show_commit("commit latency", &transactions.commit_latency);
+        show_commit("  of which EndTxn", &transactions.end_txn_latency);
+    }
     for note in &report.notes {
         println!("  note: {note}");
     }
@@ -411,7 +475,10 @@ fn spawn_producers(
 ) -> Vec<std::thread::JoinHandle<anyhow::Result<ProducerOutcome>>> {
     (0..spec.producers)
         .map(|index| {
-            let config = settings.producer(&format!("kaas-bench-producer-{index}"));
+            let mut config = settings.producer(&format!("kaas-bench-producer-{index}"));
+            if plan.transactions.is_some() {
+                config.set("transactional.id", transactional_id(&plan.topic, index));
+            }
             let plan = plan.clone();
             let progress = progress.clone();
             std::thread::Builder::new()
@@ -424,6 +491,8 @@ fn spawn_producers(
 
 struct ProducersJoined {
     recorder: SampleRecorder,
+    /// Transactional producers' commits, merged.
+    commits: Option<CommitRecorder>,
     totals: Totals,
     errors: Vec<String>,
 }
@@ -434,6 +503,7 @@ fn join_producers(
 ) -> ProducersJoined {
     let mut joined = ProducersJoined {
         recorder: SampleRecorder::new(samples),
+        commits: None,
         totals: Totals::default(),
         errors: Vec::new(),
     };
@@ -441,6 +511,12 @@ fn join_producers(
         match handle.join() {
             Ok(Ok(outcome)) => {
                 joined.recorder.merge(&outcome.recorder);
+                if let Some(commits) = &outcome.commits {
+                    joined
+                        .commits
+                        .get_or_insert_with(|| CommitRecorder::new(samples))
+                        .merge(commits);
+                }
                 joined.totals.sent += outcome.sent;
                 joined.totals.delivered += outcome.delivered;
                 joined.totals.failed += outcome.failed;
@@ -544,6 +620,7 @@ fn run_load(
         keys: spec.keys,
         max_records: None,
         drain_timeout: secs(spec.drain_timeout_s),
+        transactions: spec.transactions.clone(),
     };
     let printer = show_progress
         .then(|| ProgressPrinter::start(label.to_string(), progress.clone(), Some(clock)));
@@ -604,6 +681,10 @@ fn run_load(
                 end_to_end_latency: end_to_end
                     .then(|| LatencySummary::of(&e2e_recorder.latency[index]))
                     .flatten(),
+                commit_latency: joined
+                    .commits
+                    .as_ref()
+                    .and_then(|commits| LatencySummary::of(&commits.commit[index])),
             }
         })
         .collect();
@@ -616,6 +697,10 @@ fn run_load(
         summary.end_to_end_latency = LatencySummary::of(&e2e_all);
         summary.end_to_end_latency_curve = percentile_curve(&e2e_all);
     }
+    summary.transactions = joined
+        .commits
+        .as_ref()
+        .map(|commits| summarize_transactions(commits, sample_seconds));
     Ok(Measured {
         samples,
         summary,
@@ -648,6 +733,7 @@ fn run_consume(
         keys: spec.keys,
         max_records: Some(per_producer),
         drain_timeout: secs(spec.drain_timeout_s),
+        transactions: None,
     };
     let fill_clock = SampleClock::new(
         Duration::ZERO,
@@ -756,6 +842,7 @@ fn run_consume(
             mb_per_s: bytes as f64 / seconds / 1e6,
             produce_latency: None,
             end_to_end_latency: None,
+            commit_latency: None,
         });
     }
     if available < totals.delivered {
@@ -772,6 +859,31 @@ fn run_consume(
         errors,
         notes,
     })
+}
+
+/// Commit latency and committed throughput of a transactional run.
+fn summarize_transactions(commits: &CommitRecorder, sample_seconds: f64) -> TransactionSummary {
+    let per_second = |values: &[u64], scale: f64| -> Vec<f64> {
+        values
+            .iter()
+            .map(|value| *value as f64 / sample_seconds / scale)
+            .collect()
+    };
+    let commit_all = CommitRecorder::merged(&commits.commit);
+    let committed_records: u64 = commits.committed_records.iter().sum();
+    TransactionSummary {
+        commits: commits.commits,
+        aborted: commits.aborted,
+        committed_records_per_s: median(&per_second(&commits.committed_records, 1.0)),
+        committed_mb_per_s: median(&per_second(&commits.committed_bytes, 1e6)),
+        records_per_transaction: if commit_all.is_empty() {
+            0.0
+        } else {
+            committed_records as f64 / commit_all.len() as f64
+        },
+        commit_latency: LatencySummary::of(&commit_all),
+        end_txn_latency: LatencySummary::of(&CommitRecorder::merged(&commits.end_txn)),
+    }
 }
 
 /// A consumer's own errors (the first three) and a count of its client's errors.
