@@ -690,6 +690,15 @@ pub fn encode_batch_for_tests(
     batch
 }
 
+/// Sets the transactional bit of the v2 batch `batch` (as [`encode_batch_for_tests`] builds
+/// it) and recomputes its CRC, for tests and benchmarks of transactional producers.
+pub fn set_transactional_for_tests(batch: &mut [u8]) {
+    let attributes = be_i16(batch, ATTRIBUTES_POS) | TRANSACTIONAL_MASK;
+    batch[ATTRIBUTES_POS..][..2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = compute_crc(batch);
+    batch[CRC_POS..][..4].copy_from_slice(&crc.to_be_bytes());
+}
+
 fn put_varint_len(out: &mut Vec<u8>, len: usize) {
     put_varlong(out, i64::try_from(len).unwrap_or(i64::MAX));
 }

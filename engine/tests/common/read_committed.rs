@@ -18,11 +18,7 @@ pub fn transactional_batch(
     producer: ProducerSpec,
 ) -> Vec<u8> {
     let mut bytes = super::batch(seed, records, value_len, timestamp, Some(producer));
-    let attributes =
-        BatchHeader::parse(&bytes).expect("header").attributes | batch::TRANSACTIONAL_MASK;
-    bytes[batch::ATTRIBUTES_POS..][..2].copy_from_slice(&attributes.to_be_bytes());
-    let crc = batch::compute_crc(&bytes);
-    bytes[batch::CRC_POS..][..4].copy_from_slice(&crc.to_be_bytes());
+    batch::set_transactional_for_tests(&mut bytes);
     bytes
 }
 

@@ -153,30 +153,20 @@ fn invalid_topic_message(name: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use kaas_cluster::ids::TopicName;
     use kaas_engine::batch::txn_marker::TxnResult;
 
     use super::*;
-    use crate::model::cluster_view::TopicInfo;
-    use crate::model::topic_config::{TopicConfig, TopicDefaults};
     use crate::protocol::messages::describe_producers::DescribeProducersTopicRequest;
-    use crate::protocol::Uuid;
     use crate::shard::test_support::{
         append_batch, end_transaction, open_log, producer_batch, run, shard_zero, standalone_view,
-        TEST_NOW_MS,
+        topic, TEST_NOW_MS,
     };
 
     #[test]
     fn producers_show_their_open_transaction_and_coordinator_epoch() {
         run(|root| {
             Box::pin(async move {
-                let topic = TopicInfo::of(
-                    TopicName::new("t").expect("legal"),
-                    Uuid([7; 16]),
-                    1,
-                    TopicConfig::default(),
-                    &TopicDefaults::default(),
-                );
+                let topic = topic("t", 1);
                 let shard = shard_zero(&root, standalone_view(1, &[topic]));
                 let log = open_log(&shard, &root, "t", 0).await;
                 // Producer 1's transaction at 0 aborted at 1 by a coordinator at epoch 7;

@@ -154,12 +154,7 @@ pub(crate) fn producer_batch(
     let epoch = if producer_id < 0 { -1 } else { 0 };
     let mut bytes = batch::encode_batch_for_tests(&pairs, timestamp, producer_id, epoch, sequence);
     if transactional {
-        let position = batch::ATTRIBUTES_POS;
-        let attributes =
-            i16::from_be_bytes([bytes[position], bytes[position + 1]]) | batch::TRANSACTIONAL_MASK;
-        bytes[position..position + 2].copy_from_slice(&attributes.to_be_bytes());
-        let crc = batch::compute_crc(&bytes);
-        bytes[batch::CRC_POS..batch::CRC_POS + 4].copy_from_slice(&crc.to_be_bytes());
+        batch::set_transactional_for_tests(&mut bytes);
     }
     bytes
 }
@@ -214,13 +209,7 @@ pub(crate) fn transactional_batch(producer_id: i64, producer_epoch: i16, sequenc
         producer_epoch,
         sequence,
     );
-    let attributes = batch::BatchHeader::parse(&bytes)
-        .expect("header")
-        .attributes
-        | batch::TRANSACTIONAL_MASK;
-    bytes[batch::ATTRIBUTES_POS..][..2].copy_from_slice(&attributes.to_be_bytes());
-    let crc = batch::compute_crc(&bytes);
-    bytes[batch::CRC_POS..][..4].copy_from_slice(&crc.to_be_bytes());
+    batch::set_transactional_for_tests(&mut bytes);
     bytes
 }
 

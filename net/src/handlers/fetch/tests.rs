@@ -3,17 +3,13 @@
 
 use std::cell::Cell;
 
-use kaas_cluster::ids::TopicName;
 use kaas_engine::batch::txn_marker::TxnResult;
 
 use super::*;
-use crate::model::cluster_view::TopicInfo;
-use crate::model::topic_config::{TopicConfig, TopicDefaults};
 use crate::protocol::messages::fetch::{FetchPartition, FetchTopic};
-use crate::protocol::Uuid;
 use crate::shard::test_support::{
     append_batch, end_transaction, open_log, producer_batch, run, shard_zero, standalone_view,
-    TEST_NOW_MS,
+    topic, TEST_NOW_MS,
 };
 
 const READ_UNCOMMITTED: i8 = 0;
@@ -21,13 +17,7 @@ const READ_COMMITTED: i8 = 1;
 
 /// Shard 0 of a standalone broker holding topic `t` (one partition), and that partition.
 async fn shard_with_partition(root: &std::path::Path) -> (Rc<Shard>, PartitionLog) {
-    let topic = TopicInfo::of(
-        TopicName::new("t").expect("legal"),
-        Uuid([7; 16]),
-        1,
-        TopicConfig::default(),
-        &TopicDefaults::default(),
-    );
+    let topic = topic("t", 1);
     let shard = shard_zero(root, standalone_view(1, &[topic]));
     let log = open_log(&shard, root, "t", 0).await;
     (shard, log)

@@ -1,15 +1,10 @@
 //! Tests of list_offsets.rs at both isolation levels, on a real shard 0 whose partition holds
 //! an open transaction.
 
-use kaas_cluster::ids::TopicName;
-
 use super::*;
-use crate::model::cluster_view::TopicInfo;
-use crate::model::topic_config::{TopicConfig, TopicDefaults};
 use crate::protocol::messages::list_offsets::{ListOffsetsPartition, ListOffsetsTopic};
-use crate::protocol::Uuid;
 use crate::shard::test_support::{
-    append_batch, open_log, producer_batch, run, shard_zero, standalone_view, TEST_NOW_MS,
+    append_batch, open_log, producer_batch, run, shard_zero, standalone_view, topic, TEST_NOW_MS,
 };
 
 /// ListOffsets of `t`-0 for `timestamp`: (error, offset, timestamp).
@@ -36,13 +31,7 @@ async fn list(shard: &Rc<Shard>, timestamp: i64, isolation_level: i8) -> (i16, i
 fn read_committed_lookups_stop_at_the_last_stable_offset() {
     run(|root| {
         Box::pin(async move {
-            let topic = TopicInfo::of(
-                TopicName::new("t").expect("legal"),
-                Uuid([7; 16]),
-                1,
-                TopicConfig::default(),
-                &TopicDefaults::default(),
-            );
+            let topic = topic("t", 1);
             let shard = shard_zero(&root, standalone_view(1, &[topic]));
             let log = open_log(&shard, &root, "t", 0).await;
             // A plain batch at 0, producer 3's open transaction at 1, a plain batch at 2,

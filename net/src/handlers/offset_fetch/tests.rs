@@ -1,17 +1,12 @@
 //! Tests of offset_fetch.rs: `require_stable` reaches the group side in both request forms.
 
-use kaas_cluster::ids::TopicName;
-
 use super::*;
 use crate::groups::offsets::{Committer, OffsetToCommit};
 use crate::groups::txn_offsets::{commit_transactional, TopicRef, TxnCommitter, TxnOffsetToCommit};
-use crate::model::cluster_view::TopicInfo;
-use crate::model::topic_config::{TopicConfig, TopicDefaults};
 use crate::protocol::messages::offset_fetch::{
     OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
-use crate::protocol::Uuid;
-use crate::shard::test_support::{run, shard_zero, standalone_view};
+use crate::shard::test_support::{run, shard_zero, standalone_view, topic};
 
 const GROUP: &str = "g";
 
@@ -97,13 +92,7 @@ async fn fetch_v8(shard: &Rc<Shard>, require_stable: bool) -> (i64, i16) {
 fn require_stable_answers_unstable_offset_commit_while_a_transaction_is_pending() {
     run(|root| {
         Box::pin(async move {
-            let topic = TopicInfo::of(
-                TopicName::new("t").expect("legal"),
-                Uuid([7; 16]),
-                1,
-                TopicConfig::default(),
-                &TopicDefaults::default(),
-            );
+            let topic = topic("t", 1);
             let shard = shard_zero(&root, standalone_view(1, &[topic]));
             shard.groups.load().await;
             commit_then_commit_transactionally(&shard).await;
