@@ -8,12 +8,14 @@
 //! As Kafka 4.4 answers: a partition of a topic that does not exist gets
 //! UNKNOWN_TOPIC_OR_PARTITION and every other partition of its transaction
 //! OPERATION_NOT_ATTEMPTED; otherwise every partition gets the coordinator's one code (the
-//! per-partition codes of a verification).
+//! per-partition codes of a verification). An add that finds the coordinator busy with the
+//! same transaction is asked again for a while
+//! ([`crate::handlers::transaction_hop::while_busy`]).
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use crate::handlers::transaction_hop::on_coordinator;
+use crate::handlers::transaction_hop::{on_coordinator, while_busy};
 use crate::model::cluster_view::ClusterView;
 use crate::protocol::messages::add_partitions_to_txn::{
     AddPartitionsToTxnPartitionResult, AddPartitionsToTxnRequest, AddPartitionsToTxnResponse,
@@ -149,14 +151,23 @@ async fn coordinate(
         partitions: partitions.clone(),
         client_version: TransactionVersion::for_add_partitions(version),
     };
-    let error = match on_coordinator(shard, &id, move |driver| async move {
-        driver.add_partitions(add).await
-    })
-    .await
-    {
-        Ok(answer) => answer.error(),
-        Err(error) => error,
-    };
+    let error = while_busy(
+        || {
+            let add = add.clone();
+            async {
+                match on_coordinator(shard, &id, move |driver| async move {
+                    driver.add_partitions(add).await
+                })
+                .await
+                {
+                    Ok(answer) => answer.error(),
+                    Err(error) => error,
+                }
+            }
+        },
+        |error| *error == ErrorCode::ConcurrentTransactions,
+    )
+    .await;
     all(&partitions, error)
 }
 

@@ -15,7 +15,8 @@
 //! A leader checks a producer's first batch of a transaction on a partition only (its later
 //! batches find the transaction open in the partition), in the partition's turn, so batches
 //! reach the log in their order; while the coordinator is busy with another change of the
-//! same transaction (CONCURRENT_TRANSACTIONS) it asks again for up to [`BUSY_WAIT`].
+//! same transaction (CONCURRENT_TRANSACTIONS) it asks again for up to
+//! [`BUSY_WAIT`](crate::handlers::transaction_hop::BUSY_WAIT).
 //!
 //! The codes a write gets, as Kafka's `AddPartitionsToTxnManager` and `ReplicaManager`
 //! translate the coordinator's: TRANSACTION_ABORTABLE (not in the open transaction; to clients
@@ -26,9 +27,9 @@
 
 use std::collections::BTreeSet;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::handlers::transaction_hop::on_coordinator;
+use crate::handlers::transaction_hop::{on_coordinator, while_busy};
 use crate::model::cluster_view::Leadership;
 use crate::peers::{Endpoint, PeerError};
 use crate::protocol::messages::add_partitions_to_txn::{
@@ -45,13 +46,6 @@ use crate::transactions::{partition_for, TRANSACTION_STATE_TOPIC};
 /// The AddPartitionsToTxn version a leader sends a coordinator on another broker (Kafka
 /// 4.4's inter-broker version).
 const VERIFICATION_VERSION: i16 = 5;
-
-/// How long a check asks again while the coordinator is busy with another change of the
-/// transaction (CONCURRENT_TRANSACTIONS: typically another partition's add, one fsync long),
-/// before answering NOT_ENOUGH_REPLICAS for the client to retry.
-const BUSY_WAIT: Duration = Duration::from_millis(250);
-const FIRST_BACKOFF: Duration = Duration::from_millis(2);
-const MAX_BACKOFF: Duration = Duration::from_millis(50);
 
 /// How long a leader waits for a coordinator on another broker.
 const VERIFICATION_TIMEOUT: Duration = Duration::from_secs(10);
@@ -114,19 +108,15 @@ pub async fn check(
     if partitions.is_empty() {
         return Vec::new();
     }
-    let started = Instant::now();
-    let mut backoff = FIRST_BACKOFF;
-    let codes = loop {
-        let codes = ask(shard, write, partitions.clone()).await;
-        let busy = codes
-            .iter()
-            .any(|(_, code)| *code == ErrorCode::ConcurrentTransactions);
-        if !busy || started.elapsed() >= BUSY_WAIT {
-            break codes;
-        }
-        glommio::timer::sleep(backoff).await;
-        backoff = (backoff * 2).min(MAX_BACKOFF);
-    };
+    let codes = while_busy(
+        || ask(shard, write, partitions.clone()),
+        |codes: &Vec<(TopicPartition, ErrorCode)>| {
+            codes
+                .iter()
+                .any(|(_, code)| *code == ErrorCode::ConcurrentTransactions)
+        },
+    )
+    .await;
     codes
         .into_iter()
         .filter(|(_, code)| *code != ErrorCode::None)
