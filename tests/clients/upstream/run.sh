@@ -41,7 +41,7 @@
 #   KGO_TEST_RECORDS     records TestTxnEtl pushes through (franz-go's default: 500000)
 #   KGO_LOG_LEVEL        franz-go test logging: info (default), debug, none
 #   TEST_DEBUG           librdkafka `debug` for every test client (e.g. protocol,eos,msg)
-#   TEST_TIMEOUT         seconds per test (default 900)
+#   TEST_TIMEOUT         seconds per test (default 600)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -70,7 +70,7 @@ work="$(cd "$work" && pwd)"
 librdkafka_git="${LIBRDKAFKA_GIT:-https://github.com/confluentinc/librdkafka.git}"
 librdkafka_ref="${LIBRDKAFKA_REF:-v2.15.0}"
 kafka_version="${TEST_KAFKA_VERSION:-4.4.0}"
-test_timeout="${TEST_TIMEOUT:-900}"
+test_timeout="${TEST_TIMEOUT:-600}"
 
 say() { echo "[upstream] $*" >&2; }
 
@@ -178,7 +178,7 @@ run_franz_go() {
   (
     cd "$dir/pkg/kgo"
     KGO_SEEDS="$bootstrap" KGO_TEST_RF="${KGO_TEST_RF:-1}" \
-      timeout -k 10 "$test_timeout" ./kgo.test -test.run "^${test}\$" -test.v \
+      timeout -k 10 "$test_timeout" "$dir/kgo.test" -test.run "^${test}\$" -test.v \
       -test.timeout "$((test_timeout - 10))s"
   ) >"$log" 2>&1 || rc=$?
   local secs=$((SECONDS - start))
@@ -186,7 +186,7 @@ run_franz_go() {
     report PASS "$name" "$secs"
   else
     local why
-    why="$(grep -m3 -E '^\s+[a-z_0-9]+\.go:[0-9]+: |^panic:|^--- FAIL' "$log" | tr -s ' \t' ' ' | paste -sd ';' -)"
+    why="$(grep -m3 -E '^\s+[a-z_0-9]+\.go:[0-9]+: |^panic:|^--- FAIL' "$log" | tr -s ' \t' ' ' | paste -sd ';' - || true)"
     [[ $rc -eq 124 ]] && why="timed out after ${test_timeout}s; $why"
     report FAIL "$name" "$secs" "exit $rc: ${why:-see log}"
   fi
@@ -219,7 +219,7 @@ run_librdkafka() {
     report PASS "$name" "$secs"
   else
     local why
-    why="$(grep -m3 -E 'TEST FAILURE|Test assert|: SKIP: |\| +(FAILED|SKIPPED) ' "$plain" | tr -s ' \t' ' ' | paste -sd ';' -)"
+    why="$(grep -m3 -E 'TEST FAILURE|Test assert|: SKIP: |\| +(FAILED|SKIPPED) ' "$plain" | tr -s ' \t' ' ' | paste -sd ';' - || true)"
     [[ $rc -eq 124 ]] && why="timed out after ${test_timeout}s; $why"
     report FAIL "$name" "$secs" "exit $rc: ${why:-see log}"
   fi
