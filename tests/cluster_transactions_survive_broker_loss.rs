@@ -15,8 +15,8 @@
 //! Then every partition is read `read_committed` to its end (no transaction left open, the
 //! last stable offset never stuck): every transaction librdkafka reported committed is there
 //! exactly once in every partition, and no record of an aborted one is visible. Last, the Java
-//! client's commit / abort and consume-transform-produce scenarios (Transactions V2: partitions
-//! added by their leaders with a coordinator on another broker) pass on the same cluster.
+//! client's commit / abort scenario (Transactions V2: partitions added by their leaders with a
+//! coordinator on another broker) passes on the same cluster.
 
 mod support;
 
@@ -176,12 +176,9 @@ fn committed_transactions_survive_coordinator_and_leader_kill() {
     let jar = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/clients/java/target/kaas-java-scenarios.jar");
     let mut java = std::process::Command::new("java");
-    java.arg("-jar").arg(jar).args([
-        "--bootstrap",
-        &bootstrap,
-        "--scenario",
-        "txn-commit-abort,txn-consume-transform-produce",
-    ]);
+    java.arg("-jar")
+        .arg(jar)
+        .args(["--bootstrap", &bootstrap, "--scenario", "txn-commit-abort"]);
     ClientRun::spawn(java, "the Java transaction scenarios").finish();
     cluster.assert_none_exited();
     cluster.stop();
