@@ -10,6 +10,7 @@
 
 use std::rc::Rc;
 
+use crate::handlers::transaction_hop::coordinator_broker;
 use crate::model::cluster_view::ClusterView;
 use crate::protocol::messages::find_coordinator::{
     Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
@@ -17,7 +18,7 @@ use crate::protocol::messages::find_coordinator::{
 use crate::protocol::ErrorCode;
 use crate::shard::Shard;
 use crate::topics::transaction_state;
-use crate::transactions::{partition_for, TRANSACTION_STATE_TOPIC};
+use crate::transactions::TRANSACTION_STATE_TOPIC;
 
 const GROUP_KEY: i8 = 0;
 const TRANSACTION_KEY: i8 = 1;
@@ -29,17 +30,6 @@ pub fn group_broker(shard: &Shard, group: &str) -> Option<i32> {
     cluster
         .coordinator_of(&kaas_cluster::ids::GroupId::new(group))
         .map(|broker| broker.0)
-}
-
-/// The broker coordinating `transactional_id`: the leader of its `__transaction_state`
-/// partition; `None` while the topic is not placed.
-fn transaction_broker(view: &ClusterView, transactional_id: &str) -> Option<i32> {
-    let cluster = view.cluster.as_ref()?;
-    let topic = kaas_cluster::ids::TopicName::new(TRANSACTION_STATE_TOPIC).ok()?;
-    let partition = kaas_cluster::ids::TopicPartition::new(topic, partition_for(transactional_id));
-    cluster
-        .leader_of(&partition)
-        .map(|placement| placement.leader.0)
 }
 
 /// The node id, host and port of `broker`.
@@ -77,7 +67,7 @@ pub async fn handle(
                     ErrorCode::CoordinatorNotAvailable,
                     "no cluster assignment accepted yet",
                 )),
-                TRANSACTION_KEY => transaction_broker(&view, &key).ok_or((
+                TRANSACTION_KEY => coordinator_broker(&view, &key).ok_or((
                     ErrorCode::CoordinatorNotAvailable,
                     "the transaction coordinators are being placed",
                 )),

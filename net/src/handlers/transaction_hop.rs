@@ -5,7 +5,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::model::cluster_view::Leadership;
+use crate::model::cluster_view::{ClusterView, Leadership};
 use crate::protocol::ErrorCode;
 use crate::shard::transaction_coordinators::Driver;
 use crate::shard::Shard;
@@ -36,6 +36,17 @@ where
         glommio::timer::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
+}
+
+/// The broker coordinating `transactional_id`: the leader of its `__transaction_state`
+/// partition in the view's assignment; `None` while the topic is not placed.
+pub fn coordinator_broker(view: &ClusterView, transactional_id: &str) -> Option<i32> {
+    let cluster = view.cluster.as_ref()?;
+    let topic = kaas_cluster::ids::TopicName::new(TRANSACTION_STATE_TOPIC).ok()?;
+    let partition = kaas_cluster::ids::TopicPartition::new(topic, partition_for(transactional_id));
+    cluster
+        .leader_of(&partition)
+        .map(|placement| placement.leader.0)
 }
 
 /// Runs `job` with the coordinator of `transactional_id`, on its shard. NOT_COORDINATOR when

@@ -29,7 +29,7 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::Duration;
 
-use crate::handlers::transaction_hop::{on_coordinator, while_busy};
+use crate::handlers::transaction_hop::{coordinator_broker, on_coordinator, while_busy};
 use crate::model::cluster_view::Leadership;
 use crate::peers::{Endpoint, PeerError};
 use crate::protocol::messages::add_partitions_to_txn::{
@@ -192,11 +192,12 @@ fn coordinated_elsewhere(shard: &Shard, write: &TransactionalWrite) -> bool {
 /// partition.
 fn coordinator_endpoint(shard: &Shard, transactional_id: &str) -> Option<Endpoint> {
     let view = shard.view.load();
-    let cluster = view.cluster.as_ref()?;
-    let topic = kaas_cluster::ids::TopicName::new(TRANSACTION_STATE_TOPIC).ok()?;
-    let partition = kaas_cluster::ids::TopicPartition::new(topic, partition_for(transactional_id));
-    let leader = cluster.leader_of(&partition)?.leader;
-    let broker = cluster.brokers().get(&leader)?;
+    let leader = coordinator_broker(&view, transactional_id)?;
+    let broker = view
+        .cluster
+        .as_ref()?
+        .brokers()
+        .get(&kaas_cluster::ids::BrokerId(leader))?;
     Some(Endpoint::new(broker.host.clone(), broker.port))
 }
 

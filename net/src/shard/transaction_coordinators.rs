@@ -17,7 +17,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::{Rc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use kaas_engine::{EngineError, PartitionId};
 
@@ -217,12 +217,6 @@ impl CoordinatorHooks for ShardHooks {
     }
 
     fn now_ms(&self) -> i64 {
-        wall_clock_ms()
+        kaas_engine::log_manager::now_ms()
     }
-}
-
-fn wall_clock_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as i64)
 }
